@@ -1,0 +1,99 @@
+"""The Python API: enable(), reset(), disable() and the trace() context manager."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from .capture.run import Messages, TraceRun
+from .config import Config, make_config
+
+_lock = threading.RLock()
+_run: TraceRun | None = None
+_messages = Messages()
+_atexit_registered = False
+
+
+def current_run() -> TraceRun | None:
+    """The run being traced now, or None when tracing is off."""
+    return _run
+
+
+def enable(mode: str = "html", trace_dir: str | os.PathLike | None = None) -> TraceRun:
+    """Trace every TileLang compile from now on (idempotent).
+
+    mode: "terminal", "html" or "both" (or 1/on/true/yes for html).
+    trace_dir: where traces go; default TL_LOWER_TRACE_DIR or ./tmp/lower_trace_dir.
+    Calling it again with the same settings does nothing; with other settings it
+    closes the current run and starts a new one.
+    """
+    config = make_config(mode, trace_dir)
+    if not config.enabled:
+        disable()
+        raise ValueError(f"enable() needs a mode that turns tracing on, not {mode!r}; call disable() to switch off")
+    return _start(config)
+
+
+def _start(config: Config) -> TraceRun:
+    global _run, _atexit_registered
+    from . import integrations
+
+    with _lock:
+        if _run is not None and _run.config == config and not _run.closed:
+            return _run
+        if _run is not None:
+            _run.close()
+        _run = TraceRun(config, _messages)
+        if not _atexit_registered:
+            atexit.register(_at_exit)
+            _atexit_registered = True
+        integrations.attach(current_run)
+        return _run
+
+
+def reset() -> TraceRun | None:
+    """Close the current run (its report is written) and trace later compiles into a fresh one."""
+    with _lock:
+        if _run is None:
+            return None
+        config = _run.config
+        _run.close()
+        return _start(config)
+
+
+def disable() -> None:
+    """Stop tracing: close the run and detach from TileLang, restoring what was changed (idempotent)."""
+    global _run
+    from . import integrations
+
+    with _lock:
+        run, _run = _run, None
+        integrations.detach()
+        if run is not None:
+            run.close()
+
+
+@contextmanager
+def trace(mode: str = "html", trace_dir: str | os.PathLike | None = None) -> Iterator[TraceRun]:
+    """Trace the compiles inside the block into a run of their own; the previous state comes back after."""
+    previous = _run.config if _run is not None else None
+    run = enable(mode, trace_dir)
+    if previous is not None and run.config == previous:
+        run = reset()  # a run of its own even when the same tracing was already on
+    try:
+        yield run
+    finally:
+        if previous is None:
+            disable()
+        else:
+            _run.close() if _run is not None else None
+            _start(previous)
+
+
+def _at_exit() -> None:
+    run = _run
+    if run is not None:
+        run.close()

@@ -1,0 +1,1 @@
+"""Capture: turn compiler events into records and snapshots (no tvm import here)."""

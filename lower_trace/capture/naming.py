@@ -1,0 +1,57 @@
+"""Where a pass was run from, found by walking the Python stack.
+
+Used to name passes that were defined without a name (TileLang's ``pass_fn``)
+and to place passes that ran outside any named pipeline phase. Only a handful
+of frames are looked at, so this stays cheap.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+from dataclasses import dataclass
+
+_FACTORY_CALL = re.compile(r"([A-Za-z_]\w*)\s*\([^()]*\)\s*\(")
+_MAX_FRAMES = 24
+
+
+@dataclass(frozen=True)
+class CallSite:
+    function: str  # qualified name, e.g. "CUDAPassPipelineBody"
+    filename: str
+    lineno: int
+
+    def source_line(self) -> str:
+        return linecache.getline(self.filename, self.lineno).strip()
+
+
+def call_sites(skip_dirs: Sequence[str], marker: Any = None, limit: int = 8) -> tuple[list[CallSite], int]:
+    """Python frames that called into the compiler, innermost first, skipping library internals.
+
+    Also counts the frames running the code object `marker` (e.g. ``Pass.__call__``),
+    which tells how many nested passes were called from Python rather than C++.
+    """
+    prefixes = tuple(os.path.join(d, "") for d in skip_dirs)
+    sites: list[CallSite] = []
+    marked = 0
+    frame = sys._getframe(1)
+    seen = 0
+    while frame is not None and seen < _MAX_FRAMES:
+        code = frame.f_code
+        if code is marker:
+            marked += 1
+        elif len(sites) < limit and not code.co_filename.startswith(prefixes):
+            sites.append(CallSite(getattr(code, "co_qualname", code.co_name), code.co_filename, frame.f_lineno))
+        frame = frame.f_back
+        seen += 1
+    return sites, marked
+
+
+def factory_name(site: CallSite) -> str | None:
+    """For ``Factory()(mod)`` on the caller's line, the name ``Factory``."""
+    matches = _FACTORY_CALL.findall(site.source_line())
+    return matches[-1] if matches else None

@@ -1,0 +1,214 @@
+"""One traced process run: its trace directory, its kernels, its messages.
+
+A :class:`TraceRun` is created by ``enable()`` and closed by ``disable()``,
+``reset()`` or interpreter exit. Compile sessions report to it; it appends to
+the trace, renders the terminal view per kernel and writes the HTML report per
+compile (at most once a second) and when it closes. Every disk or render fault
+is one warning and tracing degrades; the user's compile never notices.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import Any, TextIO
+
+from ..config import Config
+from ..model import KernelTrace, RunInfo, to_json
+from ..paths import script_name
+from ..store import TraceWriter
+
+REPORT_INTERVAL_S = 1.0
+
+
+class Messages:
+    """One-line messages to the user on stderr, each kind said once."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+        self._said: set[str] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def stream(self) -> TextIO:
+        return self._stream or sys.stderr
+
+    def say(self, text: str, once: str | None = None) -> None:
+        with self._lock:
+            if once is not None:
+                if once in self._said:
+                    return
+                self._said.add(once)
+        try:
+            self.stream.write(f"lower-trace: {text}\n")
+            self.stream.flush()
+        except Exception:
+            pass  # a closed stderr must not break the compile either
+
+
+def _new_run_id(script_dir: str) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = f"run-{stamp}-{os.getpid()}"
+    candidate, n = base, 1
+    while os.path.exists(os.path.join(script_dir, candidate)):
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
+class TraceRun:
+    def __init__(self, config: Config, messages: Messages | None = None) -> None:
+        self.config = config
+        self.messages = messages or Messages()
+        script = script_name()
+        self.script_dir = os.path.abspath(os.path.join(config.trace_dir, script))
+        run_id = _new_run_id(self.script_dir)
+        self.run_dir = os.path.join(self.script_dir, run_id)
+        self.info = RunInfo(
+            run_id=run_id,
+            started=time.time(),
+            script=script,
+            argv=tuple(sys.argv),
+            pid=os.getpid(),
+            mode=config.mode or "",
+            python=sys.version.split()[0],
+            versions={},
+        )
+        self.writer: TraceWriter | None = TraceWriter(self.run_dir, self.info) if config.writes_trace else None
+        self._lock = threading.Lock()
+        self._kernel_count = 0
+        self._pending_notes: list[str] = []
+        self.kernel_summaries: list[tuple[str, str, int, int, int]] = []  # id, name, passes, changed, failed
+        self._last_report = 0.0
+        self._report_dirty = False
+        self.closed = False
+
+    # --- messages ------------------------------------------------------------
+
+    def note(self, text: str, once: str | None = None) -> None:
+        """Tell the user once and keep the note in the trace."""
+        self.messages.say(text, once=once)
+        with self._lock:
+            self._pending_notes.append(text)
+
+    def tracer_fault(self, exc: BaseException) -> None:
+        self.messages.say(
+            f"internal error, tracing continues without it ({type(exc).__name__}: {exc}); your compile is not affected",
+            once=f"fault:{type(exc).__name__}",
+        )
+
+    def _disk_fault(self, exc: BaseException) -> None:
+        self.writer = None
+        self.messages.say(
+            f"cannot write the trace under {self.config.trace_dir} ({exc.__class__.__name__}: {exc}); "
+            "tracing to disk is off for this run, your compile goes on (set TL_LOWER_TRACE_DIR to a writable folder)",
+            once="disk",
+        )
+
+    # --- records ---------------------------------------------------------------
+
+    def register_kernel(self, **fields: Any) -> str:
+        with self._lock:
+            self._kernel_count += 1
+            kernel_id = f"k{self._kernel_count}"
+            notes, self._pending_notes = self._pending_notes, []
+        for text in notes:
+            self._append("note", {"text": text})
+        self._append("kernel", {"kernel_id": kernel_id, **fields})
+        return kernel_id
+
+    def store_snapshot(self, digest: str, text: str) -> None:
+        writer = self.writer
+        if writer is None:
+            return
+        try:
+            writer.add_snapshot(digest, text)
+        except OSError as exc:
+            self._disk_fault(exc)
+
+    def append_record(self, kind: str, record: Any) -> None:
+        self._append(kind, to_json(record))
+
+    def _append(self, kind: str, data: dict[str, Any]) -> None:
+        writer = self.writer
+        if writer is None:
+            return
+        try:
+            writer.append(kind, data)
+        except OSError as exc:
+            self._disk_fault(exc)
+        except (TypeError, ValueError) as exc:  # a value JSON cannot hold
+            self.tracer_fault(exc)
+
+    def kernel_finished(self, kernel: KernelTrace, texts: dict[str, str]) -> None:
+        end = {"kernel_id": kernel.kernel_id, "status": kernel.status.value, "ms": kernel.ms, "target": kernel.target}
+        if kernel.error is not None:
+            end["error"] = to_json(kernel.error)
+        self._append("kernel_end", end)
+        with self._lock:
+            self.kernel_summaries.append(
+                (kernel.kernel_id, kernel.name, len(kernel.passes), kernel.changed_count, kernel.failed_count)
+            )
+        if self.config.prints_terminal:
+            try:
+                from ..render.terminal import TerminalRenderer
+
+                TerminalRenderer(self.messages.stream).render_kernel(kernel, texts.get)
+            except Exception as exc:
+                self.tracer_fault(exc)
+        if self.config.writes_report:
+            self._report_dirty = True
+            if time.monotonic() - self._last_report >= REPORT_INTERVAL_S:
+                self.write_report()
+
+    # --- report and close --------------------------------------------------------
+
+    @property
+    def report_path(self) -> str:
+        return os.path.join(self.run_dir, "report.html")
+
+    def write_report(self) -> str | None:
+        """Render the HTML report from the trace on disk; also refresh <dir>/<script>/report.html."""
+        writer = self.writer
+        if writer is None or not writer.started:
+            return None
+        try:
+            from ..render.html import write_report
+
+            path = write_report(self.run_dir, self.report_path, latest_link=os.path.join(self.script_dir, "report.html"))
+        except OSError as exc:
+            self._disk_fault(exc)
+            return None
+        except Exception as exc:
+            self.tracer_fault(exc)
+            return None
+        self._last_report = time.monotonic()
+        self._report_dirty = False
+        return path
+
+    def close(self) -> None:
+        """Finish the run: final report, one summary line, files closed."""
+        if self.closed:
+            return
+        self.closed = True
+        count = len(self.kernel_summaries)
+        report = self.write_report() if self.config.writes_report and (self._report_dirty or count) else None
+        if self.writer is not None:
+            try:
+                self.writer.close()
+            except OSError:
+                pass
+        if count == 0:
+            self.messages.say("tracing was on, but no TileLang kernel was compiled in this run")
+            return
+        passes = sum(summary[2] for summary in self.kernel_summaries)
+        failed = sum(summary[4] for summary in self.kernel_summaries)
+        what = f"traced {count} kernel{'s' if count != 1 else ''}, {passes} passes" + (f", {failed} failed" if failed else "")
+        if report:
+            self.messages.say(f"{what}; report: file://{report}")
+        elif self.writer is not None:
+            self.messages.say(f"{what}; trace: {self.run_dir}")
+        else:
+            self.messages.say(what)

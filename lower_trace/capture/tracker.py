@@ -1,0 +1,46 @@
+"""Pairs TVM's before/after pass callbacks into records.
+
+:class:`PassTracker` speaks TVM's PassInstrument protocol (``enter_pass_ctx``,
+``exit_pass_ctx``, ``run_before_pass``, ``run_after_pass``) without importing
+TVM; an integration wraps it with ``tvm.ir.instrument.pass_instrument``. Each
+callback guards itself: an exception raised inside a callback would abort the
+user's compile, so a tracer fault becomes one warning instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class PassTracker:
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self._stack: list[Any] = []  # open passes, outermost first
+
+    def enter_pass_ctx(self) -> None:
+        self._stack = []
+
+    def exit_pass_ctx(self) -> None:
+        # A pass still open when its PassContext closes never returned: it raised.
+        if self._stack:
+            open_passes, self._stack = self._stack, []
+            self._guard(self.session.passes_interrupted, [frame for frame in open_passes if frame is not None])
+
+    def run_before_pass(self, mod: Any, info: Any) -> None:
+        parent = next((frame for frame in reversed(self._stack) if frame is not None), None)
+        frame = self._guard(self.session.pass_started, mod, info.name, len(self._stack), parent)
+        self._stack.append(frame)
+
+    def run_after_pass(self, mod: Any, info: Any) -> None:
+        if not self._stack:
+            return
+        frame = self._stack.pop()
+        if frame is not None:
+            self._guard(self.session.pass_finished, frame, mod)
+
+    def _guard(self, func: Any, *args: Any) -> Any:
+        try:
+            return func(*args)
+        except Exception as exc:  # the tracer must never break the compile
+            self.session.tracer_fault(exc)
+            return None

@@ -1,0 +1,50 @@
+"""Compiler integrations: the only modules that import tvm or tilelang.
+
+``attach(get_run)`` picks the integration that fits what is installed and
+attaches it as soon as TileLang is imported (now, if it already is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .. import post_import
+
+_installed: list[Any] = []
+
+
+def attach(get_run: Callable[[], Any]) -> None:
+    post_import.when_imported("tilelang", lambda module: _attach_tilelang(get_run))
+
+
+def _attach_tilelang(get_run: Callable[[], Any]) -> None:
+    run = get_run()
+    if run is None:
+        return
+    try:
+        from .tilelang import TileLangIntegration
+    except ImportError as exc:
+        run.note(
+            f"this TileLang has no instrumentation API ({exc}); lower-trace supports TileLang 0.1.15 and later; "
+            "your program runs on untraced",
+            once="unsupported",
+        )
+        return
+    try:
+        integration = TileLangIntegration(get_run)
+        integration.install()
+    except Exception as exc:
+        run.tracer_fault(exc)
+        return
+    _installed.append(integration)
+
+
+def detach() -> None:
+    post_import.cancel("tilelang")
+    while _installed:
+        integration = _installed.pop()
+        try:
+            integration.uninstall()
+        except Exception:
+            pass

@@ -1,0 +1,192 @@
+"""The data model: what a trace is made of.
+
+Frozen dataclasses that the capture layer produces, the store writes and reads,
+and every renderer consumes. Snapshots (IR text, generated source) are not held
+here: records name them by content digest and a :class:`Trace` resolves them.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+class PassStatus(str, enum.Enum):
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+    FAILED = "failed"
+    # Started but never finished: the process died, or an enclosing pass failed.
+    INCOMPLETE = "incomplete"
+    CODEGEN = "codegen"
+
+
+class KernelStatus(str, enum.Enum):
+    RUNNING = "running"  # no end record: the process stopped mid-compile
+    OK = "ok"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    type: str
+    message: str
+    traceback: str = ""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One process run of a traced program."""
+
+    run_id: str
+    started: float
+    script: str
+    argv: tuple[str, ...] = ()
+    pid: int = 0
+    mode: str = "html"
+    python: str = ""
+    versions: dict[str, str] = field(default_factory=dict)
+    # Informational notes shown to the user (e.g. "kernel cache bypassed").
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PassRecord:
+    """One compiler pass as it ran on one kernel."""
+
+    kernel: str
+    seq: int
+    name: str
+    status: PassStatus
+    depth: int = 0
+    parent: int | None = None
+    phase: str = ""
+    # The Python function that ran the pass, e.g. "CUDAPassPipelineBody".
+    caller: str = ""
+    before: str = ""  # snapshot digest of the IR the pass received
+    after: str = ""  # snapshot digest of the IR it returned ("" when it failed)
+    ms: float = 0.0
+    error: ErrorInfo | None = None
+
+
+@dataclass(frozen=True)
+class CodegenRecord:
+    """The final TIR -> source step, device and host apart."""
+
+    kernel: str
+    seq: int
+    role: str  # "device" or "host"
+    function: str  # the codegen entry point, e.g. target.build.tilelang_cuda
+    target: str
+    language: str  # cuda, hip, c, llvm, ...
+    tir: str  # digest of the TIR module handed to codegen
+    source: str = ""  # digest of the generated source ("" if none could be read)
+    ms: float = 0.0
+    error: ErrorInfo | None = None
+
+
+@dataclass(frozen=True)
+class KernelTrace:
+    """Everything recorded for one compile of one kernel."""
+
+    kernel_id: str
+    name: str
+    started: float = 0.0
+    target: str = ""
+    entry: str = ""  # the compile entry point: lower, jit, ...
+    pass_configs: dict[str, str] = field(default_factory=dict)
+    status: KernelStatus = KernelStatus.RUNNING
+    ms: float = 0.0
+    passes: tuple[PassRecord, ...] = ()
+    codegen: tuple[CodegenRecord, ...] = ()
+    error: ErrorInfo | None = None
+
+    @property
+    def steps(self) -> list[PassRecord | CodegenRecord]:
+        """Passes and codegen steps in execution order."""
+        return sorted([*self.passes, *self.codegen], key=lambda step: step.seq)
+
+    @property
+    def changed_count(self) -> int:
+        return sum(1 for p in self.passes if p.status is PassStatus.CHANGED)
+
+    @property
+    def failed_count(self) -> int:
+        return sum(1 for p in self.passes if p.status is PassStatus.FAILED)
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A loaded trace directory: one run, its kernels, and access to snapshots."""
+
+    path: str
+    run: RunInfo
+    kernels: tuple[KernelTrace, ...]
+    read_snapshot: Callable[[str], str] = field(repr=False, compare=False, default=lambda digest: "")
+    format: int = 1
+
+    def snapshot(self, digest: str) -> str:
+        return self.read_snapshot(digest) if digest else ""
+
+    def kernel(self, key: str) -> KernelTrace:
+        """Find a kernel by id (k1), by name, or by 1-based index; LookupError if none."""
+        for kernel in self.kernels:
+            if key in (kernel.kernel_id, kernel.name):
+                return kernel
+        if key.isdigit() and 1 <= int(key) <= len(self.kernels):
+            return self.kernels[int(key) - 1]
+        names = ", ".join(f"{k.kernel_id} ({k.name})" for k in self.kernels) or "none"
+        raise LookupError(f"no kernel {key!r} in this trace; kernels: {names}")
+
+
+# --- JSON conversion -------------------------------------------------------
+
+def to_json(record: Any) -> dict[str, Any]:
+    """A JSON-ready dict of a record; Enums become their values, empty defaults are dropped."""
+    data = asdict(record)
+    out: dict[str, Any] = {}
+    defaults = {f.name: f.default for f in fields(record)}
+    for key, value in data.items():
+        if isinstance(value, enum.Enum):
+            value = value.value
+        elif isinstance(value, tuple):
+            value = list(value)
+        if key in defaults and value == defaults[key] and key not in ("status", "kernel", "seq", "name"):
+            continue
+        if value is None:
+            continue
+        out[key] = value
+    return out
+
+
+def _error_from(data: Any) -> ErrorInfo | None:
+    if not data:
+        return None
+    return ErrorInfo(type=str(data.get("type", "")), message=str(data.get("message", "")), traceback=str(data.get("traceback", "")))
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """Keep only the fields cls knows, so newer writers' extra keys do not break loading."""
+    names = {f.name for f in fields(cls)}
+    return {key: value for key, value in data.items() if key in names}
+
+
+def pass_from_json(data: dict[str, Any]) -> PassRecord:
+    values = _known(PassRecord, data)
+    values["status"] = PassStatus(values.get("status", "incomplete"))
+    values["error"] = _error_from(values.get("error"))
+    return PassRecord(**values)
+
+
+def codegen_from_json(data: dict[str, Any]) -> CodegenRecord:
+    values = _known(CodegenRecord, data)
+    values["error"] = _error_from(values.get("error"))
+    return CodegenRecord(**values)
+
+
+def run_from_json(data: dict[str, Any]) -> RunInfo:
+    values = _known(RunInfo, data)
+    values["argv"] = tuple(values.get("argv", ()))
+    values["notes"] = tuple(values.get("notes", ()))
+    return RunInfo(**values)

@@ -1,0 +1,46 @@
+"""Turning names that come from kernels, passes and scripts into safe path parts."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_COMPONENT = 80
+
+
+def safe_component(name: str, fallback: str = "unnamed") -> str:
+    """One path component made only of [A-Za-z0-9._-], never '.', '..' or empty.
+
+    Long or rewritten names keep a short hash of the original, so two different
+    names never collapse into the same file.
+    """
+    text = str(name)
+    cleaned = _UNSAFE.sub("_", text).strip("._-")
+    if not cleaned:
+        cleaned = fallback
+    if cleaned != text or len(cleaned) > MAX_COMPONENT:
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+        cleaned = f"{cleaned[: MAX_COMPONENT - 9]}-{digest}"
+    return cleaned
+
+
+def script_name(argv: list[str] | None = None) -> str:
+    """The folder name for the running program: its script's stem, or 'python' when interactive."""
+    args = sys.argv if argv is None else argv
+    first = args[0] if args else ""
+    if not first or first in ("-c", "-"):
+        return "python"
+    stem = os.path.splitext(os.path.basename(first))[0]
+    if stem == "__main__":  # python -m package: name it after the package
+        stem = os.path.basename(os.path.dirname(first)) or stem
+    return safe_component(stem, fallback="python")
+
+
+def is_within(path: str, root: str) -> bool:
+    """True when path resolves to root or somewhere below it."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root + os.sep)
