@@ -6,9 +6,12 @@ render time) builds itself from a ``<script type="application/json">`` block.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import os
-import shutil
+import re
+import urllib.parse
 from importlib import resources
 from typing import Any
 
@@ -76,14 +79,33 @@ def report_data(trace: Trace) -> dict[str, Any]:
     return {"run": to_json(trace.run), "kernels": kernels, "snapshots": snapshots}
 
 
+def pack_snapshots(snapshots: dict[str, str]) -> str:
+    """Snapshots as base64 gzip JSON: IR text compresses about tenfold; the page inflates it."""
+    raw = json.dumps(snapshots, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
+
+
+_PLACEHOLDER = re.compile(r"/\*\{\{(\w+)\}\}\*/|\{\{(\w+)\}\}")
+
+
+def fill(template: str, values: dict[str, str]) -> str:
+    """Replace {{name}} and /*{{name}}*/ in one pass, so inserted text is never scanned again."""
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1) or m.group(2)], template)
+
+
 def render(trace: Trace) -> str:
-    page = _asset("report.html")
+    data = report_data(trace)
+    snapshots = data.pop("snapshots")
     title = f"lower-trace: {trace.run.script}"
-    return (
-        page.replace("{{title}}", title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
-        .replace("/*{{css}}*/", _asset("report.css"))
-        .replace("/*{{js}}*/", _asset("report.js"))
-        .replace("{{data}}", json_for_script(report_data(trace)))
+    return fill(
+        _asset("report.html"),
+        {
+            "title": title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"),
+            "css": _asset("report.css"),
+            "js": _asset("report.js"),
+            "data": json_for_script(data),
+            "snapshots": pack_snapshots(snapshots),
+        },
     )
 
 
@@ -96,6 +118,16 @@ def write_report(run_dir: str, out_path: str | None = None, latest_link: str | N
         handle.write(render(trace))
     os.replace(tmp, out_path)
     if latest_link:
-        shutil.copyfile(out_path, latest_link + ".tmp")
-        os.replace(latest_link + ".tmp", latest_link)
+        write_pointer(latest_link, out_path)
     return os.path.abspath(out_path)
+
+
+def write_pointer(path: str, target: str) -> None:
+    """A tiny page at path that opens target (the seed's <dir>/<script>/report.html = latest run)."""
+    relative = os.path.relpath(target, os.path.dirname(os.path.abspath(path))).replace(os.sep, "/")
+    href = urllib.parse.quote(relative)
+    page = _asset("pointer.html").replace("{{href}}", href)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(page)
+    os.replace(tmp, path)

@@ -1,7 +1,14 @@
 "use strict";
-(function () {
+(async function () {
   const data = JSON.parse(document.getElementById("trace-data").textContent);
-  const snap = (digest) => (digest && data.snapshots[digest]) || "";
+  // Snapshots arrive as base64 gzip JSON; inflate once with the browser's own gzip.
+  async function inflate(b64) {
+    const bytes = Uint8Array.from(atob(b64.trim()), (c) => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  }
+  const snapshots = await inflate(document.getElementById("trace-snapshots").textContent);
+  const snap = (digest) => (digest && snapshots[digest]) || "";
   const el = (tag, cls, text) => {
     const node = document.createElement(tag);
     if (cls) node.className = cls;

@@ -1,0 +1,142 @@
+"""Real TileLang kernels used by the tests, the benchmarks and the demo.
+
+Each builder returns a fresh ``T.prim_func``. The CUDA ones are lowered to
+CUDA source on the CPU; ``vector_add_c`` compiles for target "c" and runs.
+(No ``from __future__ import annotations``: TileLang evaluates the annotations.)
+"""
+
+import tilelang.language as T
+
+
+def gemm(M=1024, N=1024, K=1024, block_M=128, block_N=128, block_K=32, dtype="float16", accum_dtype="float"):
+    @T.prim_func
+    def gemm(
+        A: T.Tensor((M, K), dtype),
+        B: T.Tensor((K, N), dtype),
+        C: T.Tensor((M, N), dtype),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return gemm
+
+
+def elementwise_add(M=1024, N=1024, block_M=32, block_N=32, dtype="float32"):
+    @T.prim_func
+    def elementwise_add(
+        A: T.Tensor((M, N), dtype),
+        B: T.Tensor((M, N), dtype),
+        C: T.Tensor((M, N), dtype),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            for i, j in T.Parallel(block_M, block_N):
+                C[by * block_M + i, bx * block_N + j] = A[by * block_M + i, bx * block_N + j] + B[by * block_M + i, bx * block_N + j]
+
+    return elementwise_add
+
+
+def row_sum(M=1024, N=128, block_M=64, dtype="float32"):
+    @T.prim_func
+    def row_sum(A: T.Tensor((M, N), dtype), B: T.Tensor((M,), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+            A_local = T.alloc_fragment((block_M, N), dtype)
+            B_local = T.alloc_fragment((block_M,), dtype)
+            T.copy(A[bx * block_M, 0], A_local)
+            T.reduce_sum(A_local, B_local, dim=1)
+            T.copy(B_local, B[bx * block_M])
+
+    return row_sum
+
+
+def flash_attention(batch=1, heads=4, seq_len=256, dim=64, block_M=64, block_N=64):
+    scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e)
+    shape = [batch, seq_len, heads, dim]
+    dtype, accum = "float16", "float"
+
+    @T.prim_func
+    def flash_attention(
+        Q: T.Tensor(shape, dtype),
+        K: T.Tensor(shape, dtype),
+        V: T.Tensor(shape, dtype),
+        Output: T.Tensor(shape, dtype),
+    ):
+        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=128) as (bx, by, bz):
+            Q_shared = T.alloc_shared([block_M, dim], dtype)
+            K_shared = T.alloc_shared([block_N, dim], dtype)
+            V_shared = T.alloc_shared([block_N, dim], dtype)
+            acc_s = T.alloc_fragment([block_M, block_N], accum)
+            acc_s_cast = T.alloc_fragment([block_M, block_N], dtype)
+            acc_o = T.alloc_fragment([block_M, dim], accum)
+            scores_max = T.alloc_fragment([block_M], accum)
+            scores_max_prev = T.alloc_fragment([block_M], accum)
+            scores_scale = T.alloc_fragment([block_M], accum)
+            scores_sum = T.alloc_fragment([block_M], accum)
+            logsum = T.alloc_fragment([block_M], accum)
+
+            T.copy(Q[bz, bx * block_M : (bx + 1) * block_M, by, :], Q_shared)
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(scores_max, -T.infinity(accum))
+            for k in T.Pipelined(T.ceildiv(seq_len, block_N), num_stages=2):
+                T.copy(K[bz, k * block_N : (k + 1) * block_N, by, :], K_shared)
+                T.clear(acc_s)
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.copy(scores_max, scores_max_prev)
+                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                for i in T.Parallel(block_M):
+                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+                for i, j in T.Parallel(block_M, dim):
+                    acc_o[i, j] *= scores_scale[i]
+                for i, j in T.Parallel(block_M, block_N):
+                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+                T.copy(acc_s, acc_s_cast)
+                T.copy(V[bz, k * block_N : (k + 1) * block_N, by, :], V_shared)
+                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+                T.reduce_sum(acc_s, scores_sum, dim=1)
+                for i in T.Parallel(block_M):
+                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+            for i, j in T.Parallel(block_M, dim):
+                acc_o[i, j] /= logsum[i]
+            T.copy(acc_o, Output[bz, bx * block_M : (bx + 1) * block_M, by, :])
+
+    return flash_attention
+
+
+def vector_add_c(N=64, dtype="float32"):
+    """A kernel for target "c": compiled by gcc through the cython backend and run on the CPU."""
+
+    @T.prim_func
+    def vector_add(A: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype), C: T.Tensor((N,), dtype)):
+        with T.Kernel(1) as _:
+            for i in T.serial(N):
+                C[i] = A[i] + B[i]
+
+    return vector_add
+
+
+def scale_c(N=64, factor=3.0, dtype="float32"):
+    """A second C-target kernel, to check that two kernels of one script are traced apart."""
+
+    @T.prim_func
+    def scale(A: T.Tensor((N,), dtype), C: T.Tensor((N,), dtype)):
+        with T.Kernel(1) as _:
+            for i in T.serial(N):
+                C[i] = A[i] * T.float32(factor)
+
+    return scale
+
+
+CUDA_KERNELS = {
+    "gemm": gemm,
+    "elementwise": elementwise_add,
+    "row_sum": row_sum,
+    "flash_attention": flash_attention,
+}
