@@ -43,13 +43,13 @@ class DiffStats:
         return bool(self.added or self.removed)
 
 
+@lru_cache(maxsize=64)  # stats() and hunks() of one pass share one matcher
 def _matcher(before: str, after: str) -> tuple[list[str], list[str], difflib.SequenceMatcher]:
     old = before.splitlines()
     new = after.splitlines()
     return old, new, difflib.SequenceMatcher(None, old, new, autojunk=False)
 
 
-@lru_cache(maxsize=512)
 def stats(before: str, after: str) -> DiffStats:
     """Lines added and removed going from before to after."""
     if before == after:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -142,21 +142,34 @@ class Trace:
 
 # --- JSON conversion -------------------------------------------------------
 
+_ALWAYS = frozenset(("status", "kernel", "seq", "name"))
+_FIELD_DEFAULTS: dict[type, tuple[tuple[str, Any], ...]] = {}
+
+
 def to_json(record: Any) -> dict[str, Any]:
-    """A JSON-ready dict of a record; Enums become their values, empty defaults are dropped."""
-    data = asdict(record)
+    """A JSON-ready dict of a record: Enums become values, default-valued fields are left out.
+
+    Written by hand rather than with dataclasses.asdict: this runs once per pass.
+    """
+    cls = type(record)
+    spec = _FIELD_DEFAULTS.get(cls)
+    if spec is None:
+        spec = tuple((f.name, f.default) for f in fields(record))
+        _FIELD_DEFAULTS[cls] = spec
     out: dict[str, Any] = {}
-    defaults = {f.name: f.default for f in fields(record)}
-    for key, value in data.items():
+    for name, default in spec:
+        value = getattr(record, name)
+        if value is None:
+            continue
         if isinstance(value, enum.Enum):
             value = value.value
         elif isinstance(value, tuple):
             value = list(value)
-        if key in defaults and value == defaults[key] and key not in ("status", "kernel", "seq", "name"):
+        elif hasattr(value, "__dataclass_fields__"):
+            value = to_json(value)
+        if name not in _ALWAYS and value == default:
             continue
-        if value is None:
-            continue
-        out[key] = value
+        out[name] = value
     return out
 
 

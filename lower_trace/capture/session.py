@@ -24,6 +24,7 @@ class IRAdapter(Protocol):
 
     def print_ir(self, mod: Any) -> str: ...
     def same(self, a: Any, b: Any) -> bool: ...
+    def equivalent(self, a: Any, b: Any) -> bool: ...
     def kernel_name(self, mod: Any) -> str: ...
     def compile_context(self) -> dict[str, Any]: ...
     def pass_origin(self, name: str, depth: int, parent_phase: str) -> tuple[str, str, str]: ...
@@ -75,11 +76,13 @@ class CompileSession:
         for seen, digest in self._recent:
             if self.ir.same(seen, mod):
                 return digest
-        text = self.ir.print_ir(mod)
-        digest = self._store_text(text)
+        digest = self._store_text(self.ir.print_ir(mod))
+        self._remember(mod, digest)
+        return digest
+
+    def _remember(self, mod: Any, digest: str) -> None:
         self._recent.insert(0, (mod, digest))
         del self._recent[_RECENT:]
-        return digest
 
     def _store_text(self, text: str) -> str:
         digest = digest_of(text)
@@ -130,6 +133,10 @@ class CompileSession:
         elapsed = (time.perf_counter() - open_pass.started) * 1000.0
         if self.ir.same(mod, open_pass.mod):
             after = open_pass.before
+        elif self.ir.equivalent(open_pass.mod, mod):
+            # A rebuilt but structurally equal module prints the same: skip the printer.
+            after = open_pass.before
+            self._remember(mod, after)
         else:
             after = self.snapshot(mod)
         status = PassStatus.CHANGED if after != open_pass.before else PassStatus.UNCHANGED

@@ -6,6 +6,7 @@ is switched on or off as a whole palette.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import TextIO
 
@@ -46,16 +47,13 @@ _STATUS_STYLE = {
 }
 
 
+# Control characters (ANSI escapes) and bidi overrides that IR text or names could smuggle in.
+_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def _printable(text: str) -> str:
-    """Escape control characters (ANSI escapes, bidi overrides) that IR text could smuggle in."""
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch == "\t" or (code >= 32 and code != 127 and not (0x202A <= code <= 0x202E) and not (0x2066 <= code <= 0x2069)):
-            out.append(ch)
-        else:
-            out.append(f"\\u{code:04x}")
-    return "".join(out)
+    """Show unsafe characters as \\uXXXX instead of letting the terminal obey them."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 class TerminalRenderer:
