@@ -23,6 +23,9 @@ def activate() -> None:
             config = config_from_env()
         except ConfigError as exc:
             sys.stderr.write(f"lower-trace: {exc}; tracing stays off\n")
+            from .integrations import keep_builtin_off
+
+            keep_builtin_off()
             return
         if not config.enabled:
             return

@@ -159,7 +159,7 @@ def to_json(record: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, default in spec:
         value = getattr(record, name)
-        if value is None:
+        if value is None or (name not in _ALWAYS and value == default):
             continue
         if isinstance(value, enum.Enum):
             value = value.value
@@ -167,8 +167,6 @@ def to_json(record: Any) -> dict[str, Any]:
             value = list(value)
         elif hasattr(value, "__dataclass_fields__"):
             value = to_json(value)
-        if name not in _ALWAYS and value == default:
-            continue
         out[name] = value
     return out
 

@@ -40,6 +40,19 @@ def _attach_tilelang(get_run: Callable[[], Any]) -> None:
     _installed.append(integration)
 
 
+def keep_builtin_off() -> None:
+    """With an invalid TL_LOWER_TRACE, TileLang's own tracer would fall back to html; keep it off too."""
+
+    def switch_off(module: Any) -> None:
+        import sys
+
+        builtin = sys.modules.get("tilelang.tools.lower_trace")
+        if builtin is not None and hasattr(builtin, "disable"):
+            builtin.disable()
+
+    post_import.when_imported("tilelang", switch_off)
+
+
 def detach() -> None:
     post_import.cancel("tilelang")
     while _installed:

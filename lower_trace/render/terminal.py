@@ -118,7 +118,7 @@ class TerminalRenderer:
                 for line in record.error.traceback.rstrip().splitlines()[-12:]:
                     self._line(c("dim", f"       {_printable(line)}"))
             if record.status is PassStatus.FAILED:
-                self._line(c("dim", f"       (the IR it received is snapshot {record.before}; `lower-trace show --pass {record.seq}` prints it)"))
+                self._line(c("dim", f"       (`lower-trace show -k {record.kernel} --ir {record.seq}` prints the IR it received)"))
         if show_diffs and record.status is PassStatus.CHANGED:
             self._diff(before, after)
 

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The demo: trace a pipelined GEMM lowered to CUDA (no GPU needed), print where the trace and report are.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$(bash "$ROOT/scripts/env.sh")"
+cd "$ROOT"
+"$VENV/bin/lower-trace" run --mode html examples/gemm.py
+echo
+echo "Try next:"
+echo "  $VENV/bin/lower-trace show --changed --no-source      # the same trace, pass by pass, in the terminal"
+echo "  TL_LOWER_TRACE=terminal $VENV/bin/python examples/gemm.py"

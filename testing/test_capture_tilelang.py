@@ -1,0 +1,205 @@
+"""Real TileLang 0.1.15 compiles, traced in-process through the public API."""
+
+import os
+
+import pytest
+
+import kernels
+import lower_trace
+from lower_trace.model import KernelStatus, PassStatus
+
+KNOWN_PHASES = {"semantic_check", "pipeline_cuda", "pipeline_c", "host_device_split", "device_codegen_prep", "host_codegen_prep"}
+
+
+def traced(tmp_path, build, lower, mode="html"):
+    with lower_trace.trace(mode=mode, trace_dir=tmp_path) as run:
+        artifact = lower(build())
+    return lower_trace.load_trace(run.run_dir), artifact
+
+
+def test_gemm_every_pass_nested_passes_phases_and_codegen(tmp_path, lower_cuda):
+    trace, artifact = traced(tmp_path, kernels.gemm, lower_cuda)
+    (kernel,) = trace.kernels
+    assert kernel.name == "gemm" and kernel.status is KernelStatus.OK
+    assert kernel.target == "cuda -arch=sm_90a" and kernel.entry == "lower"
+    # A TVM PassInstrument sees 85 pass events for this GEMM, nested ones included.
+    assert len(kernel.passes) == 85
+    assert [p.seq for p in kernel.passes] == list(range(85))
+    by_name = {}
+    for record in kernel.passes:
+        by_name.setdefault(record.name, []).append(record)
+    (split,) = by_name["tl.SplitHostDevice"]
+    (ssa,) = by_name["tirx.ConvertSSA"]
+    assert ssa.depth == 1 and ssa.parent == split.seq and split.depth == 0
+    (tile_op,) = by_name["tl.LowerTileOp"]
+    nested = [p for p in kernel.passes if p.parent == tile_op.seq]
+    assert [p.name for p in nested] == ["tl.LetInline", "tl.Simplify"]
+    # Every pass has a phase, and the ones outside TileLang's pipeline are placed.
+    assert {p.phase for p in kernel.passes} <= KNOWN_PHASES
+    assert [p.phase for p in kernel.passes[:3]] == ["semantic_check"] * 3
+    assert [p.phase for p in kernel.passes[-5:]] == ["host_device_split"] * 2 + ["device_codegen_prep"] * 3
+    # Anonymous `pass_fn` passes are named after the factory that made them.
+    assert "pass_fn" not in by_name
+    assert {"NestedLoopChecker", "ParallelLocalIndexChecker", "FragmentLoopChecker", "HoistBroadcastValues"} <= set(by_name)
+    # Statuses follow the IR: a changed pass has a different snapshot.
+    for record in kernel.passes:
+        assert record.status in (PassStatus.CHANGED, PassStatus.UNCHANGED)
+        assert (record.before != record.after) == (record.status is PassStatus.CHANGED)
+        assert record.ms >= 0
+    assert 20 <= kernel.changed_count < 85
+    assert "T.Pipelined" not in trace.snapshot(kernel.passes[-1].after)
+    assert 'annotations={"num_stages": 3}' in trace.snapshot(kernel.passes[3].before)
+    # The device codegen step: final TIR in, CUDA out -- the very source TileLang returned.
+    (codegen,) = kernel.codegen
+    assert codegen.role == "device" and codegen.language == "cuda" and codegen.seq == 85
+    assert codegen.function == "target.build.tilelang_cuda_without_compile"
+    assert trace.snapshot(codegen.source) == artifact.kernel_source
+    assert "__global__" in artifact.kernel_source
+    assert trace.snapshot(codegen.tir) == trace.snapshot(kernel.passes[-1].after)
+
+
+def test_each_distinct_snapshot_is_stored_once(tmp_path, lower_cuda):
+    trace, _ = traced(tmp_path, kernels.gemm, lower_cuda)
+    (kernel,) = trace.kernels
+    digests = {p.before for p in kernel.passes} | {p.after for p in kernel.passes} | {kernel.codegen[0].source}
+    files = os.listdir(os.path.join(trace.path, "snapshots"))
+    assert sorted(files) == sorted(d + ".txt" for d in digests)
+    texts = [trace.snapshot(d) for d in digests]
+    assert len(set(texts)) == len(texts)
+
+
+@pytest.mark.parametrize("name", ["elementwise", "row_sum", "flash_attention"])
+def test_other_kernels_trace_completely(tmp_path, lower_cuda, name):
+    trace, artifact = traced(tmp_path, kernels.CUDA_KERNELS[name], lower_cuda)
+    (kernel,) = trace.kernels
+    assert kernel.status is KernelStatus.OK and len(kernel.passes) > 60
+    assert {p.phase for p in kernel.passes} <= KNOWN_PHASES
+    assert trace.snapshot(kernel.codegen[0].source) == artifact.kernel_source
+    if name == "row_sum":
+        assert any(p.name == "tl.LowerTileOp" and p.status is PassStatus.CHANGED for p in kernel.passes)
+    if name == "flash_attention":
+        assert "exp2" in artifact.kernel_source
+
+
+def nested_parallel(M=64, N=64):
+    import tilelang.language as T
+
+    @T.prim_func
+    def nested_parallel(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            for i in T.Parallel(M):
+                B[i, 0] = A[i, 0]
+                for j in T.Parallel(N):
+                    B[i, j] = A[i, j]
+
+    return nested_parallel
+
+
+def test_a_failing_pass_is_recorded_and_its_exception_reaches_the_caller(tmp_path, lower_cuda):
+    with pytest.raises(Exception) as untraced:
+        lower_cuda(nested_parallel())
+    with pytest.raises(Exception) as traced_err:
+        with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+            lower_cuda(nested_parallel())
+    # The caller sees exactly what it sees without tracing.
+    assert type(traced_err.value) is type(untraced.value)
+    assert str(traced_err.value) == str(untraced.value)
+    trace = lower_trace.load_trace(run.run_dir)
+    (kernel,) = trace.kernels
+    assert kernel.status is KernelStatus.FAILED
+    failed = [p for p in kernel.passes if p.status is PassStatus.FAILED]
+    assert [p.name for p in failed] == ["NestedLoopChecker"]
+    (record,) = failed
+    assert record.error.type == type(untraced.value).__name__
+    assert "Nested parallel loops are not allowed" in record.error.message
+    assert "Traceback" in record.error.traceback and "nested_loop_checker.py" in record.error.traceback
+    assert "for j in T.parallel(64)" in trace.snapshot(record.before)  # the IR it received
+    assert record.after == ""
+
+
+def test_terminal_mode_prints_diffs_and_writes_nothing(tmp_path, lower_cuda, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TL_LOWER_TRACE_DIR", raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    lower_trace.enable(mode="terminal")
+    lower_cuda(kernels.elementwise_add())
+    lower_trace.disable()
+    err = capsys.readouterr().err
+    assert "== lower-trace: kernel k1 elementwise_add  [cuda -arch=sm_90a]  82 passes" in err
+    assert "tl.LayoutInference  changed  +" in err
+    assert "@@ -" in err and "\n       +" in err and "\x1b[" not in err
+    assert "device codegen" in err and "__global__" in err
+    assert os.listdir(tmp_path) == []
+
+
+def test_reset_starts_a_new_run_and_disable_restores_tilelang(tmp_path, lower_cuda, tilelang):
+    from tilelang.instrumentation import session as tl_session
+
+    cache_before = tilelang.is_cache_enabled()
+    first = lower_trace.enable(mode="html", trace_dir=tmp_path)
+    assert lower_trace.enable(mode="html", trace_dir=tmp_path) is first  # idempotent
+    assert "lower-trace" in tl_session._tool_factories
+    lower_cuda(kernels.elementwise_add())
+    second = lower_trace.reset()
+    lower_cuda(kernels.row_sum())
+    lower_trace.disable()
+    lower_trace.disable()  # idempotent
+    assert "lower-trace" not in tl_session._tool_factories
+    assert tilelang.is_cache_enabled() == cache_before
+    assert first.run_dir != second.run_dir
+    assert [k.name for k in lower_trace.load_trace(first.run_dir).kernels] == ["elementwise_add"]
+    assert [k.name for k in lower_trace.load_trace(second.run_dir).kernels] == ["row_sum"]
+    for run in (first, second):
+        assert os.path.isfile(os.path.join(run.run_dir, "report.html"))
+
+
+def test_jit_compile_of_c_kernels_is_traced_and_runs(tmp_path, tilelang):
+    torch = pytest.importorskip("torch")
+    with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+        add = tilelang.compile(kernels.vector_add_c(), target="c", execution_backend="cython")
+        scale = tilelang.compile(kernels.scale_c(), target="c", execution_backend="cython")
+    a = torch.arange(64, dtype=torch.float32)
+    c = torch.empty(64)
+    add(a, torch.ones(64), c)
+    assert torch.equal(c, a + 1)
+    scale(a, c)
+    assert torch.equal(c, a * 3)
+    trace = lower_trace.load_trace(run.run_dir)
+    assert [k.name for k in trace.kernels] == ["vector_add", "scale"]
+    for kernel in trace.kernels:
+        assert kernel.status is KernelStatus.OK and kernel.entry == kernel.name  # named by TileLang's JIT session
+        assert kernel.target == "c"
+        (codegen,) = kernel.codegen
+        assert codegen.language == "c" and codegen.function == "target.build.tilelang_c"
+        source = trace.snapshot(codegen.source)
+        assert "A[i] + B[i]" in source or "A[i]" in source
+
+
+def test_unwritable_trace_dir_warns_once_and_compiles_the_same_kernel(tmp_path, lower_cuda, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    untraced = lower_cuda(kernels.elementwise_add()).kernel_source
+    lower_trace.enable(mode="html", trace_dir=blocker)
+    traced_source = lower_cuda(kernels.elementwise_add()).kernel_source
+    again = lower_cuda(kernels.row_sum()).kernel_source
+    lower_trace.disable()
+    assert traced_source == untraced and "__global__" in again
+    err = capsys.readouterr().err
+    assert err.count("cannot write the trace") == 1
+    assert "your compile goes on" in err
+
+
+def test_a_failing_printer_warns_once_and_compiles_the_same_kernel(monkeypatch, tmp_path, lower_cuda, capsys):
+    from lower_trace.integrations import tilelang as integration
+
+    def broken(self, mod):
+        raise RuntimeError("printer exploded")
+
+    untraced = lower_cuda(kernels.gemm()).kernel_source
+    monkeypatch.setattr(integration.TileLangIR, "print_ir", broken)
+    lower_trace.enable(mode="html", trace_dir=tmp_path)
+    traced_source = lower_cuda(kernels.gemm()).kernel_source
+    lower_trace.disable()
+    assert traced_source == untraced
+    err = capsys.readouterr().err
+    assert err.count("internal error") == 1 and "printer exploded" in err

@@ -1,0 +1,35 @@
+from lower_trace import diff
+
+BEFORE = "\n".join(f"line {i}" for i in range(20))
+AFTER = BEFORE.replace("line 5", "line five").replace("line 15\n", "") + "\nline 20"
+
+
+def test_stats_count_added_and_removed_lines():
+    stats = diff.stats(BEFORE, AFTER)
+    assert (stats.added, stats.removed) == (2, 2)
+    assert stats.changed
+    assert not diff.stats(BEFORE, BEFORE).changed
+
+
+def test_hunks_carry_context_and_line_numbers():
+    hunks = diff.hunks(BEFORE, AFTER, context=1)
+    # The same hunks GNU `diff -U1` prints for these texts.
+    assert [h.header for h in hunks] == ["@@ -5,3 +5,3 @@", "@@ -15,3 +15,2 @@", "@@ -20,1 +19,2 @@"]
+    first = hunks[0].lines
+    assert [(l.tag, l.text) for l in first] == [(" ", "line 4"), ("-", "line 5"), ("+", "line five"), (" ", "line 6")]
+    assert first[1].old_no == 6 and first[1].new_no is None
+    assert first[2].new_no == 6 and first[2].old_no is None
+    assert diff.hunks(BEFORE, BEFORE) == []
+
+
+def test_unified_matches_the_patch_format():
+    text = diff.unified("a\nb\nc", "a\nB\nc", old_name="x", new_name="y")
+    assert text == "--- x\n+++ y\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
+    assert diff.unified("same", "same") == ""
+
+
+def test_word_spans_mark_only_the_changed_words():
+    old, new = "A_shared[i, j] = B[i]", "A_shared[i, j] = C[i]"
+    old_spans, new_spans = diff.word_spans(old, new)
+    assert [old[a:b] for a, b in old_spans] == ["B"]
+    assert [new[a:b] for a, b in new_spans] == ["C"]

@@ -1,0 +1,139 @@
+import json
+import os
+
+import pytest
+
+from lower_trace.model import (
+    CodegenRecord,
+    ErrorInfo,
+    KernelStatus,
+    PassRecord,
+    PassStatus,
+    RunInfo,
+    to_json,
+)
+from lower_trace.store import FORMAT_VERSION, TraceNotFound, TraceWriter, digest_of, find_run_dir, load_trace
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+IR_A = "# from tvm.script import tir as T\n@T.prim_func\ndef main():\n    pass\n"
+IR_B = IR_A.replace("pass", "T.evaluate(0)")
+
+
+def write_run(run_dir, finish=True):
+    run = RunInfo(run_id=os.path.basename(run_dir), started=1.0, script="demo", argv=("demo.py",), pid=7, versions={"tilelang": "0.1.15"})
+    writer = TraceWriter(str(run_dir), run)
+    a, b = digest_of(IR_A), digest_of(IR_B)
+    writer.add_snapshot(a, IR_A)
+    writer.add_snapshot(b, IR_B)
+    writer.add_snapshot(a, IR_A)  # stored once
+    writer.append("kernel", {"kernel_id": "k1", "name": "main", "target": "cuda -arch=sm_90a", "entry": "lower"})
+    passes = [
+        PassRecord(kernel="k1", seq=0, name="tl.Simplify", status=PassStatus.UNCHANGED, phase="pipeline_cuda", before=a, after=a, ms=0.5),
+        PassRecord(kernel="k1", seq=1, name="tl.LowerTileOp", status=PassStatus.CHANGED, phase="pipeline_cuda", before=a, after=b),
+        PassRecord(kernel="k1", seq=2, name="tirx.ConvertSSA", status=PassStatus.UNCHANGED, depth=1, parent=1, before=b, after=b),
+    ]
+    for record in passes:
+        writer.append("pass", to_json(record))
+    codegen = CodegenRecord(kernel="k1", seq=3, role="device", function="target.build.tilelang_cuda", target="cuda", language="cuda", tir=b, source=a)
+    if finish:
+        writer.append("codegen", to_json(codegen))
+        writer.append("kernel_end", {"kernel_id": "k1", "status": "ok", "ms": 12.5})
+    writer.close()
+    return passes, codegen
+
+
+def test_round_trip_gives_back_the_same_records(tmp_path):
+    run_dir = tmp_path / "demo" / "run-1"
+    passes, codegen = write_run(run_dir)
+    trace = load_trace(str(run_dir))
+    assert trace.format == FORMAT_VERSION
+    assert trace.run.script == "demo" and trace.run.versions == {"tilelang": "0.1.15"} and trace.run.argv == ("demo.py",)
+    (kernel,) = trace.kernels
+    assert kernel.name == "main" and kernel.target == "cuda -arch=sm_90a" and kernel.status is KernelStatus.OK
+    assert kernel.passes == tuple(passes)
+    assert kernel.codegen == (codegen,)
+    assert [step.seq for step in kernel.steps] == [0, 1, 2, 3]
+    assert trace.snapshot(passes[1].after) == IR_B
+    assert sorted(os.listdir(run_dir / "snapshots")) == sorted([digest_of(IR_A) + ".txt", digest_of(IR_B) + ".txt"])
+
+
+def test_error_info_survives_the_round_trip(tmp_path):
+    run = RunInfo(run_id="r", started=0.0, script="s")
+    writer = TraceWriter(str(tmp_path), run)
+    error = ErrorInfo("ValueError", "bad loop </script>", "Traceback...\n")
+    writer.append("pass", to_json(PassRecord(kernel="k1", seq=0, name="p", status=PassStatus.FAILED, before="x", error=error)))
+    writer.append("kernel_end", {"kernel_id": "k1", "status": "failed", "error": to_json(error)})
+    writer.close()
+    kernel = load_trace(str(tmp_path)).kernels[0]
+    assert kernel.passes[0].error == error and kernel.error == error
+    assert kernel.status is KernelStatus.FAILED and kernel.failed_count == 1
+
+
+def test_a_run_killed_half_way_still_loads(tmp_path):
+    run_dir = tmp_path / "run-killed"
+    passes, _ = write_run(run_dir, finish=False)
+    with open(run_dir / "trace.jsonl", "a") as handle:
+        handle.write('{"type": "pass", "kernel": "k1", "seq": 3, "na')  # torn mid-write
+    trace = load_trace(str(run_dir))
+    (kernel,) = trace.kernels
+    assert kernel.status is KernelStatus.RUNNING
+    assert kernel.passes == tuple(passes)
+    assert trace.snapshot(passes[-1].before) == IR_B
+
+
+def test_snapshots_are_written_whole_or_not_at_all(tmp_path):
+    writer = TraceWriter(str(tmp_path), RunInfo(run_id="r", started=0.0, script="s"))
+    writer.add_snapshot("abc", "text")
+    writer.close()
+    assert os.listdir(tmp_path / "snapshots") == ["abc.txt"]  # no .part file left behind
+
+
+def test_nothing_is_created_before_the_first_record(tmp_path):
+    TraceWriter(str(tmp_path / "never"), RunInfo(run_id="r", started=0.0, script="s")).close()
+    assert not (tmp_path / "never").exists()
+
+
+def test_find_run_dir_resolves_latest_run(tmp_path):
+    write_run(tmp_path / "demo" / "run-a")
+    write_run(tmp_path / "demo" / "run-b")
+    os.utime(tmp_path / "demo" / "run-a" / "trace.jsonl", (1, 1))  # make run-a the older one
+    assert find_run_dir(str(tmp_path / "demo" / "run-a")).endswith("run-a")
+    assert find_run_dir(str(tmp_path / "demo")).endswith("run-b")
+    assert find_run_dir(str(tmp_path)).endswith("run-b")
+    assert find_run_dir(str(tmp_path / "demo" / "run-a" / "trace.jsonl")).endswith("run-a")
+
+
+@pytest.mark.parametrize("make", ["missing", "empty", "not_a_trace"])
+def test_bad_paths_get_one_clear_line(tmp_path, make):
+    path = tmp_path / "x"
+    if make == "empty":
+        path.mkdir()
+    elif make == "not_a_trace":
+        path.mkdir()
+        (path / "trace.jsonl").write_text('{"type": "pass"}\n')
+    with pytest.raises(TraceNotFound) as err:
+        load_trace(str(path))
+    assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_newer_format_is_refused_with_advice(tmp_path):
+    (tmp_path / "trace.jsonl").write_text(json.dumps({"type": "run", "format": FORMAT_VERSION + 1, "run_id": "r", "started": 0, "script": "s"}) + "\n")
+    with pytest.raises(TraceNotFound, match="upgrade lower-trace"):
+        load_trace(str(tmp_path))
+
+
+def test_format_1_trace_from_a_real_compile_still_loads():
+    """A trace written by lower-trace 0.1.0 (format 1) from a real TileLang 0.1.15 compile."""
+    trace = load_trace(os.path.join(FIXTURES, "trace-format-1"))
+    assert trace.format == 1
+    (kernel,) = trace.kernels
+    assert kernel.name == "elementwise_add" and kernel.status is KernelStatus.OK
+    assert len(kernel.passes) == 82
+    names = [p.name for p in kernel.passes]
+    assert names[:3] == ["NestedLoopChecker", "ParallelLocalIndexChecker", "FragmentLoopChecker"]
+    assert "tl.LayoutInference" in names and "pass_fn" not in names
+    (codegen,) = kernel.codegen
+    assert codegen.role == "device" and codegen.language == "cuda"
+    assert "__global__" in trace.snapshot(codegen.source)
+    for record in kernel.passes:
+        assert trace.snapshot(record.before), record
