@@ -203,3 +203,47 @@ def test_a_failing_printer_warns_once_and_compiles_the_same_kernel(monkeypatch, 
     assert traced_source == untraced
     err = capsys.readouterr().err
     assert err.count("internal error") == 1 and "printer exploded" in err
+
+
+@pytest.mark.parametrize("name", ["gemm", "flash_attention"])
+def test_snapshots_match_what_an_independent_printer_sees(tmp_path, lower_cuda, name):
+    """Ground truth: a second instrument prints the module at every callback. Our
+    cheap capture (identity and structural checks) must agree with it on every pass,
+    also where a pass updates the module object in place (tl.SplitHostDevice does)."""
+    from tilelang import instrumentation as tl_instr
+    from tilelang import tvm
+
+    seen = []
+
+    @tvm.ir.instrument.pass_instrument
+    class PrintEverything:
+        def __init__(self):
+            self.stack = []
+
+        def run_before_pass(self, mod, info):
+            self.stack.append(len(seen))
+            seen.append([str(info.name), mod.script(), None])
+
+        def run_after_pass(self, mod, info):
+            seen[self.stack.pop()][2] = mod.script()
+
+    class Probe(tl_instr.PassInstrumentationTool):
+        def create_pass_instrument(self):
+            return PrintEverything()
+
+    with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+        tl_instr.register_pass_instrumentation_tool("ground-truth", Probe)
+        try:
+            lower_cuda(kernels.CUDA_KERNELS[name]())
+        finally:
+            tl_instr.unregister_pass_instrumentation_tool("ground-truth")
+    trace = lower_trace.load_trace(run.run_dir)
+    (kernel,) = trace.kernels
+    assert len(kernel.passes) == len(seen)
+    for record, (raw_name, before, after) in zip(kernel.passes, seen):
+        assert record.name == raw_name or raw_name == "pass_fn"
+        assert trace.snapshot(record.before) == before, record.name
+        assert trace.snapshot(record.after) == after, record.name
+        assert (record.status is PassStatus.CHANGED) == (before != after), record.name
+    split = next(p for p in kernel.passes if p.name == "tl.SplitHostDevice")
+    assert split.status is PassStatus.CHANGED

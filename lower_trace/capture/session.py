@@ -20,9 +20,15 @@ _RECENT = 8  # modules remembered for identity checks; covers nested passes and 
 
 
 class IRAdapter(Protocol):
-    """What capture needs from a compiler integration (which owns every tvm import)."""
+    """What capture needs from a compiler integration (which owns every tvm import).
+
+    ``identity(mod)`` is a cheap handle on the module's *content* at this moment
+    (a module object can be mutated in place by a pass, so the object itself is
+    no such handle); ``same`` compares two by identity, ``equivalent`` structurally.
+    """
 
     def print_ir(self, mod: Any) -> str: ...
+    def identity(self, mod: Any) -> Any: ...
     def same(self, a: Any, b: Any) -> bool: ...
     def equivalent(self, a: Any, b: Any) -> bool: ...
     def kernel_name(self, mod: Any) -> str: ...
@@ -41,7 +47,7 @@ class OpenPass:
     phase: str
     caller: str
     before: str
-    mod: Any
+    identity: Any
     started: float
 
 
@@ -71,17 +77,19 @@ class CompileSession:
 
     # --- snapshots -----------------------------------------------------------
 
-    def snapshot(self, mod: Any) -> str:
-        """Digest of mod's text; a module seen recently (by identity) is not printed again."""
+    def snapshot(self, mod: Any, identity: Any = None) -> str:
+        """Digest of mod's text; content seen recently (by identity) is not printed again."""
+        if identity is None:
+            identity = self.ir.identity(mod)
         for seen, digest in self._recent:
-            if self.ir.same(seen, mod):
+            if self.ir.same(seen, identity):
                 return digest
         digest = self._store_text(self.ir.print_ir(mod))
-        self._remember(mod, digest)
+        self._remember(identity, digest)
         return digest
 
-    def _remember(self, mod: Any, digest: str) -> None:
-        self._recent.insert(0, (mod, digest))
+    def _remember(self, identity: Any, digest: str) -> None:
+        self._recent.insert(0, (identity, digest))
         del self._recent[_RECENT:]
 
     def _store_text(self, text: str) -> str:
@@ -116,7 +124,8 @@ class CompileSession:
         self._open_kernel(mod)
         name = str(name)
         phase, caller, better_name = self.ir.pass_origin(name, depth, parent.phase if parent else "")
-        before = self.snapshot(mod)
+        identity = self.ir.identity(mod)
+        before = self.snapshot(mod, identity)
         return OpenPass(
             seq=self._next_seq(),
             name=better_name or name,
@@ -125,20 +134,21 @@ class CompileSession:
             phase=phase,
             caller=caller,
             before=before,
-            mod=mod,
+            identity=identity,
             started=time.perf_counter(),
         )
 
     def pass_finished(self, open_pass: OpenPass, mod: Any) -> None:
         elapsed = (time.perf_counter() - open_pass.started) * 1000.0
-        if self.ir.same(mod, open_pass.mod):
+        identity = self.ir.identity(mod)
+        if self.ir.same(open_pass.identity, identity):
             after = open_pass.before
-        elif self.ir.equivalent(open_pass.mod, mod):
-            # A rebuilt but structurally equal module prints the same: skip the printer.
+        elif self.ir.equivalent(open_pass.identity, identity):
+            # Rebuilt but structurally equal content prints the same: skip the printer.
             after = open_pass.before
-            self._remember(mod, after)
+            self._remember(identity, after)
         else:
-            after = self.snapshot(mod)
+            after = self.snapshot(mod, identity)
         status = PassStatus.CHANGED if after != open_pass.before else PassStatus.UNCHANGED
         self._record(open_pass, status, after=after, ms=elapsed)
 

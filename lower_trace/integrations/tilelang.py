@@ -60,15 +60,39 @@ class TileLangIR:
     def print_ir(self, mod: Any) -> str:
         return mod.script()
 
-    def same(self, a: Any, b: Any) -> bool:
-        return a is b or a.same_as(b)
+    def identity(self, mod: Any) -> tuple[Any, ...]:
+        """The module's parts, held by reference: passes may update an IRModule in
+        place (SplitHostDevice does), but never the functions and attrs it holds
+        while we keep a reference to them (TVM copies on write when shared)."""
+        parts = sorted(((gv.name_hint, func) for gv, func in mod.functions.items()), key=lambda item: item[0])
+        return (mod.attrs, mod.global_infos, tuple(parts))
 
-    def equivalent(self, a: Any, b: Any) -> bool:
+    def same(self, a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+        return self._compare(a, b, _same_object)
+
+    def equivalent(self, a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
         """Structural equality: about ten times cheaper than printing both modules."""
         try:
-            return bool(tvm.ir.structural_equal(a, b))
+            return self._compare(a, b, tvm.ir.structural_equal)
         except Exception:
             return False
+
+    @staticmethod
+    def _compare(a: tuple[Any, ...], b: tuple[Any, ...], equal: Any) -> bool:
+        (attrs_a, infos_a, funcs_a), (attrs_b, infos_b, funcs_b) = a, b
+        if len(funcs_a) != len(funcs_b):
+            return False
+
+        def same_part(x: Any, y: Any) -> bool:
+            if x is None or y is None:
+                return x is y
+            return _same_object(x, y) or bool(equal(x, y))
+
+        return (
+            same_part(attrs_a, attrs_b)
+            and same_part(infos_a, infos_b)
+            and all(name_a == name_b and same_part(fa, fb) for (name_a, fa), (name_b, fb) in zip(funcs_a, funcs_b))
+        )
 
     def kernel_name(self, mod: Any) -> str:
         try:
@@ -126,6 +150,12 @@ class TileLangIR:
         except Exception:
             text = str(target)
         return role, language or text.split()[0], text
+
+
+def _same_object(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a is b or a.same_as(b)
 
 
 def _infer_phase(sites: list[Any]) -> str:
