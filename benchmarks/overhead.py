@@ -2,8 +2,8 @@
 
     python benchmarks/overhead.py [--repeat 7] [--kernels gemm,elementwise]
 
-For each kernel and each configuration: one warm-up lower, then the median of
---repeat lowers (CUDA source for sm_90a, generated on the CPU). Prints the
+For each kernel, the configurations take turns (one warm-up round, then
+--repeat rounds) and the median of each is reported (CUDA source for sm_90a, generated on the CPU). Prints the
 ratio to the untraced median and the bytes each tracer leaves on disk for one
 kernel (its final report included). Terminal output is sent to /dev/null so that only
 the tracer's own work is timed.
@@ -64,34 +64,42 @@ def configurations() -> list[Config]:
     return configs
 
 
-def _lowers(config: Config, build, target, count: int) -> tuple[list[float], int]:
-    """Lower `count` fresh kernels under config in a fresh folder: (seconds each, bytes left)."""
+def _lower_once(config: Config, build, target, trace_dir: str) -> float:
+    """One fresh kernel lowered under config; returns the seconds tilelang.lower took."""
     import tilelang
 
-    trace_dir = tempfile.mkdtemp(prefix="lt-bench-")
-    times = []
-    try:
-        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            config.start(trace_dir)
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        config.start(trace_dir)
+        try:
+            func = build()
+            started = time.perf_counter()
+            with target:
+                tilelang.lower(func, target=target)
+            return time.perf_counter() - started
+        finally:
+            config.stop()  # our report is written here: counted in the bytes, not in the time
+
+
+def measure_all(configs: list[Config], build, target, repeat: int) -> list[tuple[float, int]]:
+    """(median seconds, bytes on disk for one kernel) per config.
+
+    Configurations take turns lower by lower, so drift of the machine's speed
+    hits them all alike; the first round is a warm-up.
+    """
+    times: list[list[float]] = [[] for _ in configs]
+    sizes = [0] * len(configs)
+    for round_no in range(repeat + 1):
+        for index, config in enumerate(configs):
+            trace_dir = tempfile.mkdtemp(prefix="lt-bench-")
             try:
-                for _ in range(count):
-                    func = build()
-                    started = time.perf_counter()
-                    with target:
-                        tilelang.lower(func, target=target)
-                    times.append(time.perf_counter() - started)
+                seconds = _lower_once(config, build, target, trace_dir)
+                if round_no == 0:
+                    sizes[index] = dir_bytes(trace_dir)
+                else:
+                    times[index].append(seconds)
             finally:
-                config.stop()  # our final report is written here, and counted in the bytes
-        return times, dir_bytes(trace_dir)
-    finally:
-        shutil.rmtree(trace_dir, ignore_errors=True)
-
-
-def measure(config: Config, build, target, repeat: int) -> tuple[float, int]:
-    """(median seconds per lower after a warm-up, bytes on disk for one kernel)."""
-    _, one_kernel_bytes = _lowers(config, build, target, 1)
-    times, _ = _lowers(config, build, target, repeat + 1)
-    return statistics.median(times[1:]), one_kernel_bytes
+                shutil.rmtree(trace_dir, ignore_errors=True)
+    return [(statistics.median(t), size) for t, size in zip(times, sizes)]
 
 
 def main() -> int:
@@ -109,10 +117,9 @@ def main() -> int:
     print(f"median of {args.repeat} lowers after one warm-up; CUDA sm_90a source generated on the CPU\n")
     print(f"{'kernel':<12} {'configuration':<28} {'median ms':>10} {'x untraced':>11} {'KB on disk/kernel':>18}")
     for name, build in builders.items():
-        base = None
-        for config in configs:
-            median, per_kernel = measure(config, build, target, args.repeat)
-            base = base or median
+        results = measure_all(configs, build, target, args.repeat)
+        base = results[0][0]
+        for config, (median, per_kernel) in zip(configs, results):
             print(f"{name:<12} {config.label:<28} {median * 1000:>10.1f} {median / base:>10.2f}x {per_kernel / 1024:>18.1f}")
         print()
     return 0

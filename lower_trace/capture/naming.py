@@ -32,8 +32,9 @@ class CallSite:
 def call_sites(skip_dirs: Sequence[str], marker: Any = None, limit: int = 8) -> tuple[list[CallSite], int]:
     """Python frames that called into the compiler, innermost first, skipping library internals.
 
-    Also counts the frames running the code object `marker` (e.g. ``Pass.__call__``),
-    which tells how many nested passes were called from Python rather than C++.
+    With a `marker` code object (e.g. ``Pass.__call__``) the whole stack is walked
+    and the frames running it are counted: that tells how many nested passes were
+    called from Python rather than C++. Without one, the walk stops at `limit` sites.
     """
     prefixes = tuple(os.path.join(d, "") for d in skip_dirs)
     sites: list[CallSite] = []
@@ -46,6 +47,8 @@ def call_sites(skip_dirs: Sequence[str], marker: Any = None, limit: int = 8) -> 
             marked += 1
         elif len(sites) < limit and not code.co_filename.startswith(prefixes):
             sites.append(CallSite(getattr(code, "co_qualname", code.co_name), code.co_filename, frame.f_lineno))
+        elif marker is None and len(sites) >= limit:
+            break
         frame = frame.f_back
         seen += 1
     return sites, marked

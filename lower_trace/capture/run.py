@@ -2,9 +2,11 @@
 
 A :class:`TraceRun` is created by ``enable()`` and closed by ``disable()``,
 ``reset()`` or interpreter exit. Compile sessions report to it; it appends to
-the trace, renders the terminal view per kernel and writes the HTML report per
-compile (at most once a second) and when it closes. Every disk or render fault
-is one warning and tracing degrades; the user's compile never notices.
+the trace and renders the terminal view per kernel. The HTML report is written
+after each compile by a background thread (coalesced, at most once a second,
+off the compile's path) and once more, in the foreground, when the run closes.
+Every disk or render fault is one warning and tracing degrades; the user's
+compile never notices.
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ class TraceRun:
         self.kernel_summaries: list[tuple[str, str, int, int, int]] = []  # id, name, passes, changed, failed
         self._last_report = 0.0
         self._report_dirty = False
+        self._report_thread: threading.Thread | None = None
+        self._closing = threading.Event()
         self.closed = False
 
     # --- messages ------------------------------------------------------------
@@ -159,9 +163,7 @@ class TraceRun:
             except Exception as exc:
                 self.tracer_fault(exc)
         if self.config.writes_report:
-            self._report_dirty = True
-            if time.monotonic() - self._last_report >= REPORT_INTERVAL_S:
-                self.write_report()
+            self._schedule_report()
 
     # --- report and close --------------------------------------------------------
 
@@ -185,14 +187,39 @@ class TraceRun:
             self.tracer_fault(exc)
             return None
         self._last_report = time.monotonic()
-        self._report_dirty = False
         return path
+
+    def _schedule_report(self) -> None:
+        with self._lock:
+            self._report_dirty = True
+            if self._report_thread is not None or self._closing.is_set():
+                return  # the running writer picks the change up
+            thread = threading.Thread(target=self._report_loop, name="lower-trace-report", daemon=True)
+            self._report_thread = thread
+        thread.start()
+
+    def _report_loop(self) -> None:
+        while True:
+            wait = REPORT_INTERVAL_S - (time.monotonic() - self._last_report)
+            if wait > 0 and self._closing.wait(wait):
+                break  # close() writes the final report itself
+            with self._lock:
+                if not self._report_dirty or self._closing.is_set():
+                    break
+                self._report_dirty = False
+            self.write_report()
+        with self._lock:
+            self._report_thread = None
 
     def close(self) -> None:
         """Finish the run: final report, one summary line, files closed."""
         if self.closed:
             return
         self.closed = True
+        self._closing.set()
+        thread = self._report_thread
+        if thread is not None:
+            thread.join()
         count = len(self.kernel_summaries)
         report = self.write_report() if self.config.writes_report and (self._report_dirty or count) else None
         if self.writer is not None:

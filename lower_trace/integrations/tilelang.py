@@ -115,9 +115,12 @@ class TileLangIR:
 
     def pass_origin(self, name: str, depth: int, parent_phase: str) -> tuple[str, str, str]:
         """(phase, caller function, better name for an anonymous pass)."""
+        phase = tl_instr.current_pass_phase() or ""
+        if phase and name != "pass_fn":
+            sites, _ = call_sites(_SKIP_DIRS, limit=1)  # just the caller: a short walk
+            return phase, sites[0].function if sites else "", ""
         sites, pass_calls = call_sites(_SKIP_DIRS, marker=_PASS_CALL)
         caller = sites[0].function if sites else ""
-        phase = tl_instr.current_pass_phase() or ""
         if not phase:
             phase = _infer_phase(sites) or parent_phase or (f"python:{caller}" if caller else "python")
         better = ""
