@@ -3,13 +3,17 @@
 Layout of one process run::
 
     <trace_dir>/<script>/<run_id>/
-        trace.jsonl           # one JSON object per line, appended as things happen
-        snapshots/<digest>.txt  # each distinct IR / source text stored once
-        report.html           # written by the HTML renderer
+        trace.jsonl       # records, one JSON object per line, appended as things happen
+        snapshots.jsonl   # {"digest", "text"} per line: each distinct IR / source text once
+        report.html       # written by the HTML renderer
 
 ``trace.jsonl`` record types: ``run`` (first line), ``kernel``, ``pass``,
-``codegen``, ``kernel_end``, ``note``. Every line is flushed when written, so a
-process killed half-way leaves a trace that loads (a torn last line is skipped).
+``codegen``, ``kernel_end``, ``note``. Records name snapshots by digest (20 hex
+digits of BLAKE2b of the text). Both files are only ever appended to and every
+line is flushed when written, so a process killed half-way leaves a trace that
+loads (a torn last line is skipped). JSON is written ASCII-only, so any text
+(lone surrogates, U+2028) survives. One pack file rather than a file per
+snapshot: appends are cheap, a 100-kernel run is two files, not thousands.
 
 Format history (bump FORMAT_VERSION and add a line for every change; the loader
 keeps reading every older version, see testing/fixtures):
@@ -39,7 +43,7 @@ from .model import (
 
 FORMAT_VERSION = 1
 MANIFEST = "trace.jsonl"
-SNAPSHOTS = "snapshots"
+SNAPSHOTS = "snapshots.jsonl"
 REPORT = "report.html"
 
 
@@ -57,58 +61,54 @@ class TraceWriter:
 
     Thread-safe. Creates nothing until the first write, so a run that compiles
     no kernel leaves no empty folder behind. Raises OSError on failure; the
-    caller decides how loud to be (see capture.session).
+    caller decides how loud to be (see capture.run).
     """
 
     def __init__(self, run_dir: str, run: RunInfo) -> None:
         self.run_dir = run_dir
         self.run = run
         self._lock = threading.Lock()
-        self._manifest = None
+        self._manifest: Any = None
+        self._snapshots: Any = None
         self._stored: set[str] = set()
 
-    @property
-    def snapshot_dir(self) -> str:
-        return os.path.join(self.run_dir, SNAPSHOTS)
-
-    def _open(self) -> Any:
+    def _open(self) -> None:
         if self._manifest is None:
-            os.makedirs(self.snapshot_dir, exist_ok=True)
-            manifest = open(os.path.join(self.run_dir, MANIFEST), "a", encoding="utf-8")
+            os.makedirs(self.run_dir, exist_ok=True)
+            self._snapshots = open(os.path.join(self.run_dir, SNAPSHOTS), "a", encoding="ascii")
+            manifest = open(os.path.join(self.run_dir, MANIFEST), "a", encoding="ascii")
             header = {"type": "run", "format": FORMAT_VERSION, **to_json(self.run)}
-            manifest.write(json.dumps(header, ensure_ascii=False) + "\n")
+            manifest.write(json.dumps(header) + "\n")
             manifest.flush()
             self._manifest = manifest
-        return self._manifest
 
     def append(self, record_type: str, data: dict[str, Any]) -> None:
-        line = json.dumps({"type": record_type, **data}, ensure_ascii=False) + "\n"
+        line = json.dumps({"type": record_type, **data}) + "\n"
         with self._lock:
-            manifest = self._open()
-            manifest.write(line)
-            manifest.flush()
+            self._open()
+            self._manifest.write(line)
+            self._manifest.flush()
 
     def add_snapshot(self, digest: str, text: str) -> None:
         """Store text under its digest once; later calls with the same digest cost nothing."""
         if digest in self._stored:
             return
+        line = json.dumps({"digest": digest, "text": text}) + "\n"
         with self._lock:
             if digest in self._stored:
                 return
             self._open()
-            path = os.path.join(self.snapshot_dir, digest + ".txt")
-            if not os.path.exists(path):
-                partial = f"{path}.{os.getpid()}.{threading.get_ident()}.part"
-                with open(partial, "w", encoding="utf-8", errors="surrogatepass") as handle:
-                    handle.write(text)
-                os.replace(partial, path)  # never a half-written snapshot under its real name
+            # Snapshots go out before any record that names them (records are written after).
+            self._snapshots.write(line)
+            self._snapshots.flush()
             self._stored.add(digest)
 
     def close(self) -> None:
         with self._lock:
-            if self._manifest is not None:
-                self._manifest.close()
-                self._manifest = None
+            for handle in (self._manifest, self._snapshots):
+                if handle is not None:
+                    handle.close()
+            self._manifest = self._snapshots = None
 
     @property
     def started(self) -> bool:
@@ -212,20 +212,29 @@ def load_trace(path: str) -> Trace:
         entry["passes"] = tuple(sorted(entry["passes"], key=lambda p: p.seq))
         entry["codegen"] = tuple(sorted(entry["codegen"], key=lambda c: c.seq))
         built.append(KernelTrace(**entry))
-    snapshot_dir = os.path.join(run_dir, SNAPSHOTS)
-
-    def read_snapshot(digest: str) -> str:
-        name = os.path.basename(digest)  # digests are hex; never follow a path out of the trace
-        try:
-            with open(os.path.join(snapshot_dir, name + ".txt"), encoding="utf-8", errors="surrogatepass") as handle:
-                return handle.read()
-        except OSError:
-            return ""
+    snapshots = _SnapshotPack(os.path.join(run_dir, SNAPSHOTS))
 
     return Trace(
         path=run_dir,
         run=RunInfo(**{**run.__dict__, "notes": tuple(notes)}),
         kernels=tuple(built),
-        read_snapshot=read_snapshot,
+        read_snapshot=snapshots.get,
         format=version,
     )
+
+
+class _SnapshotPack:
+    """Reads snapshots.jsonl on first use; a torn last line (killed writer) is skipped."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._texts: dict[str, str] | None = None
+
+    def get(self, digest: str) -> str:
+        if self._texts is None:
+            self._texts = {}
+            if os.path.isfile(self.path):
+                for entry in _read_lines(self.path):
+                    if isinstance(entry.get("digest"), str) and isinstance(entry.get("text"), str):
+                        self._texts[entry["digest"]] = entry["text"]
+        return self._texts.get(digest, "")

@@ -1,5 +1,6 @@
 """Real TileLang 0.1.15 compiles, traced in-process through the public API."""
 
+import json
 import os
 
 import pytest
@@ -62,8 +63,9 @@ def test_each_distinct_snapshot_is_stored_once(tmp_path, lower_cuda):
     trace, _ = traced(tmp_path, kernels.gemm, lower_cuda)
     (kernel,) = trace.kernels
     digests = {p.before for p in kernel.passes} | {p.after for p in kernel.passes} | {kernel.codegen[0].source}
-    files = os.listdir(os.path.join(trace.path, "snapshots"))
-    assert sorted(files) == sorted(d + ".txt" for d in digests)
+    with open(os.path.join(trace.path, "snapshots.jsonl")) as pack:
+        stored = [json.loads(line)["digest"] for line in pack]
+    assert sorted(stored) == sorted(digests)
     texts = [trace.snapshot(d) for d in digests]
     assert len(set(texts)) == len(texts)
 

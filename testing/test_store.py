@@ -54,7 +54,8 @@ def test_round_trip_gives_back_the_same_records(tmp_path):
     assert kernel.codegen == (codegen,)
     assert [step.seq for step in kernel.steps] == [0, 1, 2, 3]
     assert trace.snapshot(passes[1].after) == IR_B
-    assert sorted(os.listdir(run_dir / "snapshots")) == sorted([digest_of(IR_A) + ".txt", digest_of(IR_B) + ".txt"])
+    stored = [json.loads(line)["digest"] for line in open(run_dir / "snapshots.jsonl")]
+    assert stored == [digest_of(IR_A), digest_of(IR_B)]  # each text once, though added three times
 
 
 def test_error_info_survives_the_round_trip(tmp_path):
@@ -81,11 +82,25 @@ def test_a_run_killed_half_way_still_loads(tmp_path):
     assert trace.snapshot(passes[-1].before) == IR_B
 
 
-def test_snapshots_are_written_whole_or_not_at_all(tmp_path):
+def test_any_text_survives_the_round_trip(tmp_path):
     writer = TraceWriter(str(tmp_path), RunInfo(run_id="r", started=0.0, script="s"))
-    writer.add_snapshot("abc", "text")
+    nasty = "</script><!-- \u2028\u2029 \ud800 \x00 \u202e é 中"
+    writer.add_snapshot("abc", nasty)
+    writer.append("kernel", {"kernel_id": "k1", "name": nasty})
     writer.close()
-    assert os.listdir(tmp_path / "snapshots") == ["abc.txt"]  # no .part file left behind
+    trace = load_trace(str(tmp_path))
+    assert trace.snapshot("abc") == nasty and trace.kernels[0].name == nasty
+    assert trace.snapshot("../../etc/passwd") == ""
+
+
+def test_a_torn_snapshot_line_is_skipped(tmp_path):
+    writer = TraceWriter(str(tmp_path), RunInfo(run_id="r", started=0.0, script="s"))
+    writer.add_snapshot("abc", "whole")
+    writer.close()
+    with open(tmp_path / "snapshots.jsonl", "a") as handle:
+        handle.write('{"digest": "def", "text": "half')
+    trace = load_trace(str(tmp_path))
+    assert trace.snapshot("abc") == "whole" and trace.snapshot("def") == ""
 
 
 def test_nothing_is_created_before_the_first_record(tmp_path):

@@ -21,6 +21,7 @@ from ..config import Config
 from ..model import KernelTrace, RunInfo, to_json
 from ..paths import script_name
 from ..store import TraceWriter
+from .worker import Worker
 
 REPORT_INTERVAL_S = 1.0
 
@@ -79,6 +80,7 @@ class TraceRun:
             versions={},
         )
         self.writer: TraceWriter | None = TraceWriter(self.run_dir, self.info) if config.writes_trace else None
+        self.worker = Worker(self.tracer_fault)
         self._lock = threading.Lock()
         self._kernel_count = 0
         self._pending_notes: list[str] = []
@@ -114,13 +116,18 @@ class TraceRun:
     # --- records ---------------------------------------------------------------
 
     def register_kernel(self, **fields: Any) -> str:
+        """A new kernel id now; its record is written by the worker, before the kernel's passes."""
         with self._lock:
             self._kernel_count += 1
             kernel_id = f"k{self._kernel_count}"
             notes, self._pending_notes = self._pending_notes, []
-        for text in notes:
-            self._append("note", {"text": text})
-        self._append("kernel", {"kernel_id": kernel_id, **fields})
+
+        def write() -> None:
+            for text in notes:
+                self._append("note", {"text": text})
+            self._append("kernel", {"kernel_id": kernel_id, **fields})
+
+        self.worker.submit(write)
         return kernel_id
 
     def store_snapshot(self, digest: str, text: str) -> None:
@@ -216,6 +223,7 @@ class TraceRun:
         if self.closed:
             return
         self.closed = True
+        self.worker.close()  # every queued snapshot and record reaches the disk first
         self._closing.set()
         thread = self._report_thread
         if thread is not None:

@@ -1,9 +1,11 @@
 """One compile of one kernel = one :class:`CompileSession`.
 
-The hot path (``pass_started`` / ``pass_finished``) only takes snapshots: an
-unchanged module is detected by identity and never printed twice, nothing is
-diffed and nothing is rendered. Records are appended to the run's trace as they
-happen; everything the session holds is released in ``finish``.
+The compiler's thread only decides *whether* a module needs a snapshot: content
+already seen is recognised by identity (a few pointer compares), a rebuilt but
+structurally equal module by ``structural_equal`` (about ten times cheaper than
+printing). Printing, hashing and writing happen on the run's worker thread, in
+submission order, while the compile goes on. Nothing is diffed or rendered per
+pass; everything the session holds is released when the compile ends.
 """
 
 from __future__ import annotations
@@ -15,22 +17,25 @@ from typing import Any, Protocol
 
 from ..model import CodegenRecord, ErrorInfo, KernelStatus, KernelTrace, PassRecord, PassStatus
 from ..store import digest_of
+from .worker import SnapshotRef
 
-_RECENT = 8  # modules remembered for identity checks; covers nested passes and host/device splits
+_RECENT = 8  # recent contents remembered; covers nested passes and the host/device split
 
 
 class IRAdapter(Protocol):
     """What capture needs from a compiler integration (which owns every tvm import).
 
-    ``identity(mod)`` is a cheap handle on the module's *content* at this moment
-    (a module object can be mutated in place by a pass, so the object itself is
-    no such handle); ``same`` compares two by identity, ``equivalent`` structurally.
+    ``identity(mod)`` is a cheap handle on the module's *content* at this moment:
+    a pass may update a module object in place, so the object is no such handle.
+    ``same`` compares two identities by identity, ``equivalent`` structurally, and
+    ``rebuild`` makes a module with exactly that content, to print later.
     """
 
-    def print_ir(self, mod: Any) -> str: ...
     def identity(self, mod: Any) -> Any: ...
     def same(self, a: Any, b: Any) -> bool: ...
     def equivalent(self, a: Any, b: Any) -> bool: ...
+    def rebuild(self, identity: Any) -> Any: ...
+    def print_ir(self, mod: Any) -> str: ...
     def kernel_name(self, mod: Any) -> str: ...
     def compile_context(self) -> dict[str, Any]: ...
     def pass_origin(self, name: str, depth: int, parent_phase: str) -> tuple[str, str, str]: ...
@@ -46,7 +51,7 @@ class OpenPass:
     parent: int | None
     phase: str
     caller: str
-    before: str
+    before: SnapshotRef
     identity: Any
     started: float
 
@@ -60,6 +65,7 @@ class CompileSession:
     def __init__(self, run: Any, ir: IRAdapter, entry: str = "") -> None:
         self.run = run
         self.ir = ir
+        self.worker = run.worker
         self.entry = entry
         self.kernel_id = ""
         self.kernel_name = ""
@@ -67,30 +73,33 @@ class CompileSession:
         self.started = time.time()
         self._t0 = time.perf_counter()
         self._seq = 0
-        self._recent: list[tuple[Any, str]] = []
-        # Texts are kept in memory only when the terminal renders them at the end.
+        self._recent: list[tuple[Any, SnapshotRef]] = []
+        self._interrupted: list[OpenPass] = []
+        self._finished = False
+        # Filled by the worker thread. Texts are kept only for the terminal view.
         self.texts: dict[str, str] | None = {} if run.config.prints_terminal else None
         self.passes: list[PassRecord] = []
         self.codegen_steps: list[CodegenRecord] = []
-        self._interrupted: list[OpenPass] = []
-        self._finished = False
 
-    # --- snapshots -----------------------------------------------------------
+    # --- snapshots (compile thread decides, worker prints) -------------------------
 
-    def snapshot(self, mod: Any, identity: Any = None) -> str:
-        """Digest of mod's text; content seen recently (by identity) is not printed again."""
+    def snapshot(self, mod: Any, identity: Any = None) -> SnapshotRef:
         if identity is None:
             identity = self.ir.identity(mod)
-        for seen, digest in self._recent:
+        for seen, ref in self._recent:
             if self.ir.same(seen, identity):
-                return digest
-        digest = self._store_text(self.ir.print_ir(mod))
-        self._remember(identity, digest)
-        return digest
+                return ref
+        ref = SnapshotRef()
+        self.worker.submit(lambda: self._print(ref, identity))
+        self._remember(identity, ref)
+        return ref
 
-    def _remember(self, identity: Any, digest: str) -> None:
-        self._recent.insert(0, (identity, digest))
+    def _remember(self, identity: Any, ref: SnapshotRef) -> None:
+        self._recent.insert(0, (identity, ref))
         del self._recent[_RECENT:]
+
+    def _print(self, ref: SnapshotRef, identity: Any) -> None:
+        ref.digest = self._store_text(self.ir.print_ir(self.ir.rebuild(identity)))
 
     def _store_text(self, text: str) -> str:
         digest = digest_of(text)
@@ -118,14 +127,13 @@ class CompileSession:
             pass_configs=context.get("pass_configs", {}),
         )
 
-    # --- pass events (hot path) ------------------------------------------------
+    # --- pass events (the compiler's hot path) ---------------------------------------
 
     def pass_started(self, mod: Any, name: Any, depth: int, parent: OpenPass | None) -> OpenPass:
         self._open_kernel(mod)
         name = str(name)
         phase, caller, better_name = self.ir.pass_origin(name, depth, parent.phase if parent else "")
         identity = self.ir.identity(mod)
-        before = self.snapshot(mod, identity)
         return OpenPass(
             seq=self._next_seq(),
             name=better_name or name,
@@ -133,7 +141,7 @@ class CompileSession:
             parent=parent.seq if parent else None,
             phase=phase,
             caller=caller,
-            before=before,
+            before=self.snapshot(mod, identity),
             identity=identity,
             started=time.perf_counter(),
         )
@@ -149,10 +157,16 @@ class CompileSession:
             self._remember(identity, after)
         else:
             after = self.snapshot(mod, identity)
-        status = PassStatus.CHANGED if after != open_pass.before else PassStatus.UNCHANGED
-        self._record(open_pass, status, after=after, ms=elapsed)
+        self._record(open_pass, after, ms=elapsed)
 
-    def _record(self, open_pass: OpenPass, status: PassStatus, after: str = "", ms: float = 0.0, error: ErrorInfo | None = None) -> None:
+    def _record(self, open_pass: OpenPass, after: SnapshotRef | None, ms: float = 0.0, status: PassStatus | None = None, error: ErrorInfo | None = None) -> None:
+        self.worker.submit(lambda: self._write_pass(open_pass, after, ms, status, error))
+
+    def _write_pass(self, open_pass: OpenPass, after: SnapshotRef | None, ms: float, status: PassStatus | None, error: ErrorInfo | None) -> None:
+        before_digest = open_pass.before.digest
+        after_digest = after.digest if after is not None else ""
+        if status is None:  # decided by text: two different modules can print the same
+            status = PassStatus.CHANGED if after_digest != before_digest else PassStatus.UNCHANGED
         record = PassRecord(
             kernel=self.kernel_id,
             seq=open_pass.seq,
@@ -162,8 +176,8 @@ class CompileSession:
             parent=open_pass.parent,
             phase=open_pass.phase,
             caller=open_pass.caller,
-            before=open_pass.before,
-            after=after,
+            before=before_digest,
+            after=after_digest,
             ms=round(ms, 3),
             error=error,
         )
@@ -174,7 +188,7 @@ class CompileSession:
         """Passes that never returned; the error arrives later, in finish()."""
         self._interrupted.extend(open_passes)
 
-    # --- codegen -------------------------------------------------------------
+    # --- codegen -------------------------------------------------------------------
 
     def codegen(self, function: str, mod: Any, target: Any, call: Any) -> Any:
         """Run one codegen call, recording the TIR it got and the source it produced."""
@@ -186,72 +200,72 @@ class CompileSession:
         except Exception as exc:
             self.tracer_fault(exc)
             return call()
+        if role == "device" and target_text:
+            self.target = target_text
         started = time.perf_counter()
         try:
             result = call()
         except Exception as exc:
             ms = (time.perf_counter() - started) * 1000.0
-            self._record_codegen(seq, role, function, target_text, language, tir, "", ms, error_info(exc))
+            step = dict(seq=seq, role=role, function=function, target=target_text, language=language, ms=ms)
+            self.worker.submit(lambda: self._write_codegen(step, tir, "", error_info(exc)))
             raise
-        ms = (time.perf_counter() - started) * 1000.0
+        step = dict(seq=seq, role=role, function=function, target=target_text, language=language, ms=(time.perf_counter() - started) * 1000.0)
         try:
             source = self.ir.module_source(result)
-            source_digest = self._store_text(source) if source else ""
-            self._record_codegen(seq, role, function, target_text, language, tir, source_digest, ms, None)
+            self.worker.submit(lambda: self._write_codegen(step, tir, source, None))
         except Exception as exc:
             self.tracer_fault(exc)
         return result
 
-    def _record_codegen(self, seq, role, function, target, language, tir, source, ms, error) -> None:
+    def _write_codegen(self, step: dict[str, Any], tir: SnapshotRef, source: str, error: ErrorInfo | None) -> None:
         record = CodegenRecord(
             kernel=self.kernel_id,
-            seq=seq,
-            role=role,
-            function=function,
-            target=target,
-            language=language,
-            tir=tir,
-            source=source,
-            ms=round(ms, 3),
+            tir=tir.digest,
+            source=self._store_text(source) if source else "",
             error=error,
+            **{**step, "ms": round(step["ms"], 3)},
         )
-        if role == "device" and target:
-            self.target = target
         self.codegen_steps.append(record)
         self.run.append_record("codegen", record)
 
-    # --- end of compile --------------------------------------------------------
+    # --- end of compile ----------------------------------------------------------------
 
-    def finish(self, error: BaseException | None) -> KernelTrace | None:
+    def finish(self, error: BaseException | None) -> None:
         """Close the kernel: record passes that failed, hand the result to the run, free memory."""
         if self._finished:
-            return None
+            return
         self._finished = True
-        try:
-            if not self.kernel_id:
-                return None  # no pass ran (nothing to show)
-            self._record_failures(error)
-            kernel = KernelTrace(
-                kernel_id=self.kernel_id,
-                name=self.kernel_name,
-                started=self.started,
-                target=self.target,
-                entry=self.entry,
-                status=KernelStatus.FAILED if error is not None else KernelStatus.OK,
-                ms=round((time.perf_counter() - self._t0) * 1000.0, 3),
-                passes=tuple(sorted(self.passes, key=lambda p: p.seq)),
-                codegen=tuple(self.codegen_steps),
-                error=error_info(error) if error is not None else None,
-            )
-            self.run.kernel_finished(kernel, self.texts or {})
-            return kernel
-        finally:
-            # Release everything: module references, texts, records.
-            self._recent.clear()
-            self._interrupted.clear()
-            self.texts = None
-            self.passes = []
-            self.codegen_steps = []
+        self._recent.clear()
+        if not self.kernel_id:
+            return  # no pass ran: nothing to show
+        self._record_failures(error)
+        ms = round((time.perf_counter() - self._t0) * 1000.0, 3)
+        failure = error_info(error) if error is not None else None
+        if self.texts is not None:
+            # The terminal view comes out in order with the user's own output.
+            self.worker.wait()
+            self._hand_over(ms, failure)
+        else:
+            self.worker.submit(lambda: self._hand_over(ms, failure))
+
+    def _hand_over(self, ms: float, failure: ErrorInfo | None) -> None:
+        kernel = KernelTrace(
+            kernel_id=self.kernel_id,
+            name=self.kernel_name,
+            started=self.started,
+            target=self.target,
+            entry=self.entry,
+            status=KernelStatus.FAILED if failure is not None else KernelStatus.OK,
+            ms=ms,
+            passes=tuple(sorted(self.passes, key=lambda p: p.seq)),
+            codegen=tuple(self.codegen_steps),
+            error=failure,
+        )
+        texts = self.texts or {}
+        # Release everything the compile held: texts, records, module references.
+        self.texts, self.passes, self.codegen_steps, self._interrupted = None, [], [], []
+        self.run.kernel_finished(kernel, texts)
 
     def _record_failures(self, error: BaseException | None) -> None:
         if not self._interrupted:
@@ -261,10 +275,10 @@ class CompileSession:
         failing = ordered[-1]
         for open_pass in ordered:
             if open_pass is failing and error is not None:
-                self._record(open_pass, PassStatus.FAILED, error=error_info(error))
+                self._record(open_pass, None, status=PassStatus.FAILED, error=error_info(error))
             else:
                 note = ErrorInfo("Interrupted", f"did not finish: nested pass {failing.name} failed") if error else None
-                self._record(open_pass, PassStatus.INCOMPLETE, error=note)
+                self._record(open_pass, None, status=PassStatus.INCOMPLETE, error=note)
 
     def tracer_fault(self, exc: BaseException) -> None:
         self.run.tracer_fault(exc)

@@ -48,6 +48,8 @@ _SKIP_DIRS = tuple(
 )
 _PASS_CALL = tvm.ir.transform.Pass.__call__.__code__
 _TrackerInstrument = tvm.ir.instrument.pass_instrument(PassTracker)
+# The FFI constructor takes attrs as the DictAttrs object itself (IRModule() would re-wrap them).
+_make_module = tvm.ir.module._ffi_api.IRModule
 
 
 def versions() -> dict[str, str]:
@@ -64,8 +66,13 @@ class TileLangIR:
         """The module's parts, held by reference: passes may update an IRModule in
         place (SplitHostDevice does), but never the functions and attrs it holds
         while we keep a reference to them (TVM copies on write when shared)."""
-        parts = sorted(((gv.name_hint, func) for gv, func in mod.functions.items()), key=lambda item: item[0])
+        parts = sorted(((gv.name_hint, gv, func) for gv, func in mod.functions.items()), key=lambda item: item[0])
         return (mod.attrs, mod.global_infos, tuple(parts))
+
+    def rebuild(self, identity: tuple[Any, ...]) -> Any:
+        """A module with exactly the captured content (prints the same as the original did)."""
+        attrs, infos, parts = identity
+        return _make_module({gv: func for _, gv, func in parts}, attrs, infos)
 
     def same(self, a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
         return self._compare(a, b, _same_object)
@@ -91,7 +98,7 @@ class TileLangIR:
         return (
             same_part(attrs_a, attrs_b)
             and same_part(infos_a, infos_b)
-            and all(name_a == name_b and same_part(fa, fb) for (name_a, fa), (name_b, fb) in zip(funcs_a, funcs_b))
+            and all(name_a == name_b and same_part(fa, fb) for (name_a, _, fa), (name_b, _, fb) in zip(funcs_a, funcs_b))
         )
 
     def kernel_name(self, mod: Any) -> str:
