@@ -40,7 +40,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     api._start(config_from_env())
     if args.module:
-        sys.argv = [target, *args.args]
+        # argparse hands the module's first argument to `script`: give it back.
+        sys.argv = [target, *([args.script] if args.script else []), *args.args]
         runpy.run_module(target, run_name="__main__", alter_sys=True)
     else:
         sys.argv = [target, *args.args]
