@@ -11,12 +11,12 @@ import gzip
 import json
 import os
 import re
+import threading
 import urllib.parse
 from importlib import resources
 from typing import Any
 
-from .. import diff
-from ..model import CodegenRecord, PassStatus, Trace, to_json
+from ..model import CodegenRecord, Trace, to_json
 from ..store import load_trace
 
 
@@ -37,7 +37,11 @@ def json_for_script(data: Any) -> str:
 
 
 def report_data(trace: Trace) -> dict[str, Any]:
-    """Everything the page shows, as plain JSON-ready data; each snapshot text once."""
+    """Everything the page shows, as plain JSON-ready data; each snapshot text once.
+
+    No diff is computed here: the page diffs a pass when it shows it (and counts
+    +/- lines for the kernel on screen), with one algorithm for counts and views.
+    """
     snapshots: dict[str, str] = {}
 
     def keep(digest: str) -> str:
@@ -57,9 +61,6 @@ def report_data(trace: Trace) -> dict[str, Any]:
             else:
                 keep(step.before)
                 keep(step.after)
-                if step.status is PassStatus.CHANGED:
-                    s = diff.stats(trace.snapshot(step.before), trace.snapshot(step.after))
-                    item["added"], item["removed"] = s.added, s.removed
             steps.append(item)
         kernels.append(
             {
@@ -102,6 +103,8 @@ def render(trace: Trace) -> str:
         {
             "title": title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"),
             "css": _asset("report.css"),
+            "diff_js": _asset("diff.js"),
+            "text_js": _asset("text.js"),
             "js": _asset("report.js"),
             "data": json_for_script(data),
             "snapshots": pack_snapshots(snapshots),
@@ -110,10 +113,10 @@ def render(trace: Trace) -> str:
 
 
 def write_report(run_dir: str, out_path: str | None = None, latest_link: str | None = None) -> str:
-    """Render the run in run_dir to out_path (default run_dir/report.html); optionally copy it to latest_link."""
+    """Render the run in run_dir to out_path (default run_dir/report.html); latest_link gets a pointer page."""
     trace = load_trace(run_dir)
     out_path = out_path or os.path.join(trace.path, "report.html")
-    tmp = f"{out_path}.{os.getpid()}.tmp"
+    tmp = f"{out_path}.{os.getpid()}.{threading.get_ident()}.tmp"
     with open(tmp, "w", encoding="utf-8") as handle:
         handle.write(render(trace))
     os.replace(tmp, out_path)
@@ -127,7 +130,7 @@ def write_pointer(path: str, target: str) -> None:
     relative = os.path.relpath(target, os.path.dirname(os.path.abspath(path))).replace(os.sep, "/")
     href = urllib.parse.quote(relative)
     page = _asset("pointer.html").replace("{{href}}", href)
-    tmp = f"{path}.{os.getpid()}.tmp"
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     with open(tmp, "w", encoding="utf-8") as handle:
         handle.write(page)
     os.replace(tmp, path)

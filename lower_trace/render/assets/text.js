@@ -1,0 +1,75 @@
+"use strict";
+// Text from the compiler or the user only ever enters the page through these helpers:
+// DOM text nodes (never innerHTML), with control and bidi characters shown, not obeyed.
+const LTText = (() => {
+  const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+  const UNSAFE_G = new RegExp(UNSAFE.source, "g");
+
+  function el(tag, cls, text) {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined && text !== null) appendText(node, String(text));
+    return node;
+  }
+
+  // Append text to node; unsafe characters become visible ⟨U+XXXX⟩ marks.
+  function appendText(node, text) {
+    if (!UNSAFE.test(text)) { node.appendChild(document.createTextNode(text)); return node; }
+    let last = 0;
+    text.replace(UNSAFE_G, (ch, at) => {
+      if (at > last) node.appendChild(document.createTextNode(text.slice(last, at)));
+      const mark = document.createElement("span");
+      mark.className = "ctl";
+      mark.title = "control character shown, not applied";
+      mark.textContent = "⟨U+" + ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩";
+      node.appendChild(mark);
+      last = at + ch.length;
+      return ch;
+    });
+    if (last < text.length) node.appendChild(document.createTextNode(text.slice(last)));
+    return node;
+  }
+
+  // Append text where parts are marked: ranges is [[from, to, className], ...] (may overlap).
+  function appendMarked(node, text, ranges) {
+    if (!ranges.length) return appendText(node, text);
+    const cuts = new Set([0, text.length]);
+    for (const [from, to] of ranges) { cuts.add(Math.max(0, from)); cuts.add(Math.min(text.length, to)); }
+    const points = [...cuts].sort((x, y) => x - y);
+    for (let i = 0; i + 1 < points.length; i++) {
+      const from = points[i], to = points[i + 1];
+      if (from >= to) continue;
+      const classes = ranges.filter(([a, b]) => a <= from && to <= b).map((r) => r[2]);
+      const piece = text.slice(from, to);
+      if (classes.length) appendText(node.appendChild(el("span", [...new Set(classes)].join(" "))), piece);
+      else appendText(node, piece);
+    }
+    return node;
+  }
+
+  // [from, to, "hit"] ranges of a global regex in text.
+  function matchRanges(regex, text) {
+    if (!regex) return [];
+    const ranges = [];
+    regex.lastIndex = 0;
+    let m;
+    while ((m = regex.exec(text)) !== null) {
+      if (m[0].length === 0) { regex.lastIndex++; continue; }
+      ranges.push([m.index, m.index + m[0].length, "hit"]);
+      if (ranges.length > 1000) break;
+    }
+    return ranges;
+  }
+
+  function countMatches(regex, text) {
+    if (!regex || !text) return 0;
+    regex.lastIndex = 0;
+    let count = 0, m;
+    while ((m = regex.exec(text)) !== null) {
+      if (m[0].length === 0) regex.lastIndex++; else count++;
+    }
+    return count;
+  }
+
+  return { el, appendText, appendMarked, matchRanges, countMatches };
+})();
