@@ -15,6 +15,7 @@ _lock = threading.RLock()
 _run: TraceRun | None = None
 _messages = Messages()
 _atexit_registered = False
+_first_start = 0.0
 
 
 def current_run() -> TraceRun | None:
@@ -38,7 +39,7 @@ def enable(mode: str = "html", trace_dir: str | os.PathLike | None = None) -> Tr
 
 
 def _start(config: Config) -> TraceRun:
-    global _run, _atexit_registered
+    global _run, _atexit_registered, _first_start
     from . import integrations
 
     with _lock:
@@ -47,6 +48,7 @@ def _start(config: Config) -> TraceRun:
         if _run is not None:
             _run.close()
         _run = TraceRun(config, _messages)
+        _first_start = _first_start or _run.info.started
         if not _atexit_registered:
             atexit.register(_at_exit)
             _atexit_registered = True
@@ -60,7 +62,7 @@ def reset() -> TraceRun | None:
         if _run is None:
             return None
         config = _run.config
-        _run.close()
+        _run.close(quiet_if_empty=True)
         return _start(config)
 
 
@@ -73,7 +75,7 @@ def disable() -> None:
         run, _run = _run, None
         integrations.detach()
         if run is not None:
-            run.close()
+            run.close(quiet_if_empty=True)
 
 
 @contextmanager
@@ -96,4 +98,5 @@ def trace(mode: str = "html", trace_dir: str | os.PathLike | None = None) -> Ite
 def _at_exit() -> None:
     run = _run
     if run is not None:
-        run.close()
+        # "Nothing was compiled" is worth saying only when tracing was on the whole time.
+        run.close(quiet_if_empty=run.info.started != _first_start)

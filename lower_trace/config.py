@@ -11,7 +11,7 @@ are the ones TileLang users already know from TileLang's own tracer:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 ENV_MODE = "TL_LOWER_TRACE"
@@ -20,6 +20,7 @@ DEFAULT_TRACE_DIR = os.path.join(".", "tmp", "lower_trace_dir")
 
 MODES = ("terminal", "html", "both")
 _TRUTHY = ("1", "on", "true", "yes")
+# Keep in step with startup/lower_trace_startup.pth, which checks these itself.
 _FALSY = ("", "0", "off", "false", "no")
 
 
@@ -81,6 +82,11 @@ def config_from_env(environ: Mapping[str, str] | None = None) -> Config:
     return Config(mode=mode, trace_dir=raw_dir or DEFAULT_TRACE_DIR, trace_dir_given=bool(raw_dir))
 
 
+def default_trace_dir() -> str:
+    """TL_LOWER_TRACE_DIR, or ./tmp/lower_trace_dir."""
+    return os.environ.get(ENV_DIR, "").strip() or DEFAULT_TRACE_DIR
+
+
 def make_config(mode: str | None = "html", trace_dir: str | os.PathLike | None = None) -> Config:
     """Build a Config for the Python API; an unset trace_dir falls back to the environment."""
     parsed = parse_mode(mode) if mode is not None else None
@@ -88,6 +94,26 @@ def make_config(mode: str | None = "html", trace_dir: str | os.PathLike | None =
         return Config(mode=parsed, trace_dir=os.fspath(trace_dir), trace_dir_given=True)
     from_env = config_from_env({ENV_DIR: os.environ.get(ENV_DIR, "")})
     return Config(mode=parsed, trace_dir=from_env.trace_dir, trace_dir_given=from_env.trace_dir_given)
+
+
+def mode_variable_is_set() -> bool:
+    """Whether TL_LOWER_TRACE holds anything (TileLang's own tracer reacts to any value but falsy ones)."""
+    return parse_mode_loosely(os.environ.get(ENV_MODE))
+
+
+def parse_mode_loosely(value: str | None) -> bool:
+    return value is not None and value.strip().lower() not in _FALSY
+
+
+def hide_mode_variable() -> Callable[[], None]:
+    """Remove TL_LOWER_TRACE from the environment; returns the function that puts it back."""
+    saved = os.environ.pop(ENV_MODE, None)
+
+    def restore() -> None:
+        if saved is not None:
+            os.environ[ENV_MODE] = saved
+
+    return restore
 
 
 def color_wanted(is_tty: bool, environ: Mapping[str, str] | None = None) -> bool:

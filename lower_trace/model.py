@@ -130,13 +130,18 @@ class Trace:
         return self.read_snapshot(digest) if digest else ""
 
     def kernel(self, key: str) -> KernelTrace:
-        """Find a kernel by id (k1), by name, or by 1-based index; LookupError if none."""
+        """Find a kernel by id (k1), by name, or by 1-based index; LookupError if none or ambiguous."""
+        names = ", ".join(f"{k.kernel_id} ({k.name})" for k in self.kernels) or "none"
         for kernel in self.kernels:
-            if key in (kernel.kernel_id, kernel.name):
+            if key == kernel.kernel_id:
                 return kernel
+        named = [k for k in self.kernels if k.name == key]
+        if len(named) > 1:
+            raise LookupError(f"{len(named)} kernels are named {key!r}; pick one by id: {names}")
+        if named:
+            return named[0]
         if key.isdigit() and 1 <= int(key) <= len(self.kernels):
             return self.kernels[int(key) - 1]
-        names = ", ".join(f"{k.kernel_id} ({k.name})" for k in self.kernels) or "none"
         raise LookupError(f"no kernel {key!r} in this trace; kernels: {names}")
 
 

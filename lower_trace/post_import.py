@@ -20,6 +20,7 @@ Callback = Callable[[Any], None]
 class _PostImportFinder(importlib.abc.MetaPathFinder):
     def __init__(self) -> None:
         self.callbacks: dict[str, list[Callback]] = {}
+        self.preparations: dict[str, list[Callable[[], Callable[[], None]]]] = {}
         self._busy = threading.local()
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
@@ -42,6 +43,9 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
         spec.loader = _NotifyingLoader(spec.loader, self)
         return spec
 
+    def prepare(self, name: str) -> list[Callable[[], None]]:
+        return [prepare() for prepare in self.preparations.pop(name, [])]
+
     def fire(self, name: str, module: Any) -> None:
         for callback in self.callbacks.pop(name, []):
             callback(module)
@@ -58,7 +62,12 @@ class _NotifyingLoader(importlib.abc.Loader):
         return self._loader.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
-        self._loader.exec_module(module)
+        undo = self._finder.prepare(module.__name__)
+        try:
+            self._loader.exec_module(module)
+        finally:
+            for step in reversed(undo):
+                step()
         self._finder.fire(module.__name__, module)
 
     def __getattr__(self, name: str) -> Any:
@@ -79,8 +88,17 @@ def when_imported(name: str, callback: Callback) -> None:
         sys.meta_path.insert(0, _finder)
 
 
+def while_importing(name: str, prepare: Callable[[], Callable[[], None]]) -> None:
+    """Call prepare() right before name's module code runs, and what it returns right after.
+
+    Needs a when_imported() callback for the same name to be registered too.
+    """
+    _finder.preparations.setdefault(name, []).append(prepare)
+
+
 def cancel(name: str) -> None:
     _finder.callbacks.pop(name, None)
+    _finder.preparations.pop(name, None)
     if not _finder.callbacks and _finder in sys.meta_path:
         sys.meta_path.remove(_finder)
 

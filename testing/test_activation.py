@@ -34,8 +34,10 @@ def test_env_var_html_traces_with_no_code_change(run_python, tmp_path):
     assert "/user_kernel/run-" in manifest  # <dir>/<script>/<run>
     records = [json.loads(line) for line in open(manifest)]
     assert sum(r["type"] == "pass" for r in records) == 85
-    # One tracer at a time: TileLang's built-in is switched off, and says so once.
-    assert proc.stderr.count("switched off TileLang's built-in lower_trace") == 1
+    # One tracer at a time: TileLang's built-in never starts (it would announce itself on
+    # stdout), and lower-trace says so once.
+    assert proc.stderr.count("TileLang's built-in lower_trace is off") == 1
+    assert "[lower_trace]" not in proc.stdout
     script_dir = tmp_path / "tmp" / "lower_trace_dir" / "user_kernel"
     assert not (script_dir / "codegen.cpp").exists() and not (script_dir / ".run_records").exists()
     # The report path is printed once, as a file:// URL that exists.
@@ -59,6 +61,8 @@ def test_a_bad_value_warns_once_and_runs_untraced(run_python, tmp_path):
         "lower-trace: TL_LOWER_TRACE='verbose' is not a valid mode; use one of terminal, html, both, "
         "1/on/true/yes (= html) or 0/off/false/no (off); tracing stays off"
     ]
+    # Off for TileLang's own tracer too (it would fall back to html and say "enabled").
+    assert "[lower_trace]" not in proc.stdout
     assert not (tmp_path / "tmp").exists()
 
 
@@ -93,19 +97,28 @@ def test_lower_trace_run_command(run_python, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "ARGS ['a', '--b']" in proc.stdout
     assert "== lower-trace: kernel k1 gemm" in proc.stderr  # both: terminal view ...
-    assert len(runs_under(tmp_path / "tmp" / "lower_trace_dir")) == 1  # ... and the trace + report
+    (manifest,) = runs_under(tmp_path / "tmp" / "lower_trace_dir")  # ... and the trace + report,
+    assert "/lower_trace_dir/kern/run-" in manifest  # in the folder named after the script
     assert proc.stderr.count("report: file://") == 1
     module = subprocess.run(
         [sys.executable, "-m", "lower_trace", "run", "--mode", "terminal", str(script)],
         cwd=tmp_path, env={**env, "NO_COLOR": "1"}, capture_output=True, text=True, timeout=300,
     )
     assert module.returncode == 0 and "tl.LowerTileOp  changed" in module.stderr
+    # -m finds a module in the current folder, as python -m does.
+    as_module = subprocess.run(
+        [lower_trace_cli(), "run", "--mode", "html", "-m", "kern", "x", "--y"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert as_module.returncode == 0, as_module.stderr
+    assert "ARGS ['x', '--y']" in as_module.stdout
+    assert any("/lower_trace_dir/kern/run-" in m for m in runs_under(tmp_path / "tmp" / "lower_trace_dir"))
 
 
 def test_run_command_rejects_bad_input_in_one_line(tmp_path):
     for args, expected in (
         (["run", "missing.py"], "missing.py: no such script"),
-        (["run", "--mode", "loud", "x.py"], "is not a valid mode"),
+        (["run", "--mode", "loud", "x.py"], "--mode 'loud' is not a mode"),
         (["run", "--mode", "off", "x.py"], "--mode must turn tracing on"),
         (["show", str(tmp_path / "nope")], "no such directory"),
     ):
@@ -126,7 +139,7 @@ print("TOOLS", sorted(session._tool_factories))
 """
     proc = run_python(code, env={"TL_LOWER_TRACE": "html"})
     assert "TOOLS ['lower-trace']" in proc.stdout
-    assert proc.stderr.count("switched off TileLang's built-in") == 1
+    assert proc.stderr.count("TileLang's built-in lower_trace is off") == 1
 
 
 KERNEL_CACHE = """

@@ -119,6 +119,36 @@ def test_a_failing_pass_is_recorded_and_its_exception_reaches_the_caller(tmp_pat
     assert record.after == ""
 
 
+def test_terminal_mode_shows_a_failure_with_the_ir_it_received(tmp_path, lower_cuda, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TL_LOWER_TRACE_DIR", raising=False)
+    lower_trace.enable(mode="terminal")
+    with pytest.raises(ValueError):
+        lower_cuda(nested_parallel())
+    lower_trace.disable()
+    err = capsys.readouterr().err
+    assert "NestedLoopChecker  FAILED" in err and "ValueError: [Tilelang Semantic Check] Nested parallel" in err
+    received = err.split("the IR this pass received:", 1)[1]
+    assert "for j in T.parallel(64)" in received
+    assert "traced 1 kernel, 1 pass; 1 failed to compile (1 failed pass)" in err
+    assert os.listdir(tmp_path) == []
+
+
+def test_host_codegen_is_captured_apart_from_device_codegen(tmp_path, lower_cuda, tilelang, cuda_target):
+    with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+        with cuda_target:
+            artifact = tilelang.lower(kernels.elementwise_add(), target=cuda_target, enable_host_codegen=True)
+    (kernel,) = lower_trace.load_trace(run.run_dir).kernels
+    trace = lower_trace.load_trace(run.run_dir)
+    device, host = kernel.codegen
+    assert (device.role, device.language) == ("device", "cuda")
+    assert (host.role, host.function, host.language) == ("host", "target.build.tilelang_c_host", "c")
+    assert trace.snapshot(device.source) == artifact.kernel_source
+    assert "elementwise_add" in trace.snapshot(host.source) and "__global__" not in trace.snapshot(host.source)
+    assert device.seq < host.seq
+    assert "host_codegen_prep" in {p.phase for p in kernel.passes}
+
+
 def test_terminal_mode_prints_diffs_and_writes_nothing(tmp_path, lower_cuda, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("TL_LOWER_TRACE_DIR", raising=False)
@@ -134,7 +164,7 @@ def test_terminal_mode_prints_diffs_and_writes_nothing(tmp_path, lower_cuda, mon
     assert os.listdir(tmp_path) == []
 
 
-def test_reset_starts_a_new_run_and_disable_restores_tilelang(tmp_path, lower_cuda, tilelang):
+def test_reset_starts_a_new_run_and_disable_restores_tilelang(tmp_path, lower_cuda, tilelang, capsys):
     from tilelang.instrumentation import session as tl_session
 
     cache_before = tilelang.is_cache_enabled()
@@ -144,11 +174,15 @@ def test_reset_starts_a_new_run_and_disable_restores_tilelang(tmp_path, lower_cu
     lower_cuda(kernels.elementwise_add())
     second = lower_trace.reset()
     lower_cuda(kernels.row_sum())
+    assert lower_trace.reset() is not second  # a third run ...
+    third = lower_trace.current_run()
+    assert lower_trace.reset() is not third  # ... closed empty, and silently
     lower_trace.disable()
     lower_trace.disable()  # idempotent
     assert "lower-trace" not in tl_session._tool_factories
     assert tilelang.is_cache_enabled() == cache_before
     assert first.run_dir != second.run_dir
+    assert "no TileLang kernel was compiled" not in capsys.readouterr().err
     assert [k.name for k in lower_trace.load_trace(first.run_dir).kernels] == ["elementwise_add"]
     assert [k.name for k in lower_trace.load_trace(second.run_dir).kernels] == ["row_sum"]
     for run in (first, second):

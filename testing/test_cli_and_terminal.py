@@ -108,6 +108,45 @@ def test_cli_errors_are_one_line(trace_copy, capsys):
     assert err.count("\n") == 1 and "no kernel 'nope'" in err and "k1 (elementwise_add)" in err
     assert main(["show", str(trace_copy), "-p", "NoSuchPass"]) == 2
     assert "no pass 'NoSuchPass'" in capsys.readouterr().err
+    assert main(["show", str(trace_copy), "--ir", "tl.Simplify"]) == 2
+    err = capsys.readouterr().err
+    assert "passes are named 'tl.Simplify'; pick one by number: 9, " in err and err.count("\n") == 1
+
+
+def test_show_ir_needs_one_kernel(tmp_path, capsys):
+    import json
+
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURE, run)
+    lines = (run / "trace.jsonl").read_text().splitlines()
+    again = [line.replace('"k1"', '"k2"') for line in lines[1:]]  # the same kernel compiled twice
+    (run / "trace.jsonl").write_text("\n".join(lines + again) + "\n")
+    assert main(["show", str(run), "--ir", "3"]) == 2
+    assert "--ir needs one kernel; pick it with -k: k1 (elementwise_add), k2 (elementwise_add)" in capsys.readouterr().err
+    assert main(["show", str(run), "-k", "elementwise_add", "--ir", "3"]) == 2
+    assert "2 kernels are named 'elementwise_add'; pick one by id" in capsys.readouterr().err
+    assert main(["show", str(run), "-k", "k2", "--ir", "3"]) == 0
+    assert json.loads(lines[0])["type"] == "run"
+
+
+def test_list_runs_and_pass_status_words(trace_copy, tmp_path, capsys):
+    second = trace_copy.parent / "run-2"
+    shutil.copytree(trace_copy, second)
+    assert main(["list", str(trace_copy.parent.parent), "--runs"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and all("1 kernels  0 failed" in line for line in out)
+    assert main(["list", str(trace_copy), "--passes"]) == 0
+    out = capsys.readouterr().out
+    assert "NestedLoopChecker  no-op" in out and "tl.LayoutInference  changed" in out and "device codegen" in out
+
+
+def test_report_output_folder_and_bad_output(trace_copy, tmp_path, capsys):
+    assert main(["report", str(trace_copy), "-o", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == f"file://{tmp_path / 'report.html'}"
+    assert main(["report", str(trace_copy), "-o", str(tmp_path / "missing" / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not exist" in err
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
 
 
 def test_report_is_rebuilt_from_the_trace_alone(trace_copy, tmp_path):

@@ -3,8 +3,8 @@
 A :class:`TraceRun` is created by ``enable()`` and closed by ``disable()``,
 ``reset()`` or interpreter exit. Compile sessions report to it; it appends to
 the trace and renders the terminal view per kernel. The HTML report is written
-after each compile by a background thread (coalesced, at most once a second,
-off the compile's path) and once more, in the foreground, when the run closes.
+after each compile by a background thread (coalesced; at most once a second,
+and never more than a tenth of the time; off the compile's path) and once more, in the foreground, when the run closes.
 Every disk or render fault is one warning and tracing degrades; the user's
 compile never notices.
 """
@@ -15,15 +15,25 @@ import os
 import sys
 import threading
 import time
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from ..config import Config
-from ..model import KernelTrace, RunInfo, to_json
+from ..model import KernelStatus, KernelTrace, RunInfo, to_json
 from ..paths import script_name
 from ..store import TraceWriter
 from .worker import Worker
 
 REPORT_INTERVAL_S = 1.0
+# A rewrite of a big run's report takes a while; wait at least this many times as
+# long before the next, so background rewrites stay a small share of the run.
+REPORT_BACKOFF = 10.0
+
+
+class KernelSummary(NamedTuple):
+    kernel_id: str
+    passes: int
+    failed_passes: int
+    failed: bool
 
 
 class Messages:
@@ -84,8 +94,9 @@ class TraceRun:
         self._lock = threading.Lock()
         self._kernel_count = 0
         self._pending_notes: list[str] = []
-        self.kernel_summaries: list[tuple[str, str, int, int, int]] = []  # id, name, passes, changed, failed
+        self.kernel_summaries: list[KernelSummary] = []  # what the closing line needs; the rest is on disk
         self._last_report = 0.0
+        self._last_report_cost = 0.0
         self._report_dirty = False
         self._report_thread: threading.Thread | None = None
         self._closing = threading.Event()
@@ -160,7 +171,7 @@ class TraceRun:
         self._append("kernel_end", end)
         with self._lock:
             self.kernel_summaries.append(
-                (kernel.kernel_id, kernel.name, len(kernel.passes), kernel.changed_count, kernel.failed_count)
+                KernelSummary(kernel.kernel_id, len(kernel.passes), kernel.failed_count, kernel.status is KernelStatus.FAILED)
             )
         if self.config.prints_terminal:
             try:
@@ -183,6 +194,7 @@ class TraceRun:
         writer = self.writer
         if writer is None or not writer.started:
             return None
+        started = time.monotonic()
         try:
             from ..render.html import write_report
 
@@ -194,6 +206,7 @@ class TraceRun:
             self.tracer_fault(exc)
             return None
         self._last_report = time.monotonic()
+        self._last_report_cost = self._last_report - started
         return path
 
     def _schedule_report(self) -> None:
@@ -207,7 +220,8 @@ class TraceRun:
 
     def _report_loop(self) -> None:
         while True:
-            wait = REPORT_INTERVAL_S - (time.monotonic() - self._last_report)
+            pause = max(REPORT_INTERVAL_S, REPORT_BACKOFF * self._last_report_cost)
+            wait = pause - (time.monotonic() - self._last_report)
             if wait > 0 and self._closing.wait(wait):
                 break  # close() writes the final report itself
             with self._lock:
@@ -218,7 +232,7 @@ class TraceRun:
         with self._lock:
             self._report_thread = None
 
-    def close(self) -> None:
+    def close(self, quiet_if_empty: bool = False) -> None:
         """Finish the run: final report, one summary line, files closed."""
         if self.closed:
             return
@@ -229,21 +243,28 @@ class TraceRun:
         if thread is not None:
             thread.join()
         count = len(self.kernel_summaries)
-        report = self.write_report() if self.config.writes_report and (self._report_dirty or count) else None
+        report = self.write_report() if self.config.writes_report and count else None
         if self.writer is not None:
             try:
                 self.writer.close()
             except OSError:
                 pass
         if count == 0:
-            self.messages.say("tracing was on, but no TileLang kernel was compiled in this run")
+            if not quiet_if_empty:
+                self.messages.say("tracing was on, but no TileLang kernel was compiled in this run")
             return
-        passes = sum(summary[2] for summary in self.kernel_summaries)
-        failed = sum(summary[4] for summary in self.kernel_summaries)
-        what = f"traced {count} kernel{'s' if count != 1 else ''}, {passes} passes" + (f", {failed} failed" if failed else "")
-        if report:
-            self.messages.say(f"{what}; report: file://{report}")
-        elif self.writer is not None:
-            self.messages.say(f"{what}; trace: {self.run_dir}")
-        else:
-            self.messages.say(what)
+        self.messages.say(self.summary() + (f"; report: file://{report}" if report else f"; trace: {self.run_dir}" if self.writer else ""))
+
+    def summary(self) -> str:
+        kernels = len(self.kernel_summaries)
+        passes = sum(s.passes for s in self.kernel_summaries)
+        failed_kernels = sum(1 for s in self.kernel_summaries if s.failed)
+        failed_passes = sum(s.failed_passes for s in self.kernel_summaries)
+        text = f"traced {_count(kernels, 'kernel')}, {_count(passes, 'pass', 'passes')}"
+        if failed_kernels:
+            text += f"; {failed_kernels} failed to compile" + (f" ({_count(failed_passes, 'failed pass', 'failed passes')})" if failed_passes else "")
+        return text
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"

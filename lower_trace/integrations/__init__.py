@@ -9,13 +9,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import sys
+
 from .. import post_import
+from ..config import hide_mode_variable
 
 _installed: list[Any] = []
 
 
 def attach(get_run: Callable[[], Any]) -> None:
+    if "tilelang" not in sys.modules:
+        post_import.while_importing("tilelang", _builtin_tracer_stays_off)
     post_import.when_imported("tilelang", lambda module: _attach_tilelang(get_run))
+
+
+def _builtin_tracer_stays_off() -> Callable[[], None]:
+    """TileLang's __init__ switches its own tracer on when it sees TL_LOWER_TRACE (and
+    announces it on stdout). Our variable, our tracer: TileLang does not see it while
+    its __init__ runs, so its tracer never starts. Put back right after."""
+    return hide_mode_variable()
 
 
 def _attach_tilelang(get_run: Callable[[], Any]) -> None:
@@ -42,15 +54,10 @@ def _attach_tilelang(get_run: Callable[[], Any]) -> None:
 
 def keep_builtin_off() -> None:
     """With an invalid TL_LOWER_TRACE, TileLang's own tracer would fall back to html; keep it off too."""
-
-    def switch_off(module: Any) -> None:
-        import sys
-
-        builtin = sys.modules.get("tilelang.tools.lower_trace")
-        if builtin is not None and hasattr(builtin, "disable"):
-            builtin.disable()
-
-    post_import.when_imported("tilelang", switch_off)
+    if "tilelang" in sys.modules:
+        return
+    post_import.while_importing("tilelang", _builtin_tracer_stays_off)
+    post_import.when_imported("tilelang", lambda module: None)
 
 
 def detach() -> None:

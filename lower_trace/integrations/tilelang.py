@@ -19,6 +19,7 @@ from tilelang import instrumentation as tl_instr
 import lower_trace
 
 from ..capture.naming import call_sites, factory_name
+from ..config import mode_variable_is_set
 from ..capture.session import CompileSession
 from ..capture.tracker import PassTracker
 
@@ -242,10 +243,13 @@ class TileLangIntegration:
 
     @staticmethod
     def _switch_off_builtin(run: Any) -> None:
+        """One tracer at a time. If TileLang's built-in started (TileLang was imported
+        with TL_LOWER_TRACE set before lower-trace was enabled), stop it through its
+        public disable(); either way, say once that ours is the only one writing."""
         import sys
 
         builtin = sys.modules.get("tilelang.tools.lower_trace")
-        if builtin is None or not hasattr(builtin, "disable"):
-            return
-        builtin.disable()
-        run.note("switched off TileLang's built-in lower_trace; lower-trace is the only tracer writing", once="builtin")
+        if builtin is not None and hasattr(builtin, "disable"):
+            builtin.disable()
+        if mode_variable_is_set() or builtin is not None:
+            run.note("TileLang's built-in lower_trace is off; lower-trace is the only tracer writing", once="builtin")

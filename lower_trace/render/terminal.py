@@ -44,7 +44,15 @@ _STATUS_STYLE = {
     PassStatus.UNCHANGED: ("dim", "no-op"),
     PassStatus.FAILED: ("red bold", "FAILED"),
     PassStatus.INCOMPLETE: ("red", "incomplete"),
+    PassStatus.CODEGEN: ("magenta", "codegen"),
 }
+
+
+def status_label(step: PassRecord | CodegenRecord) -> str:
+    """The one word every view uses for a step's status."""
+    if isinstance(step, CodegenRecord):
+        return "FAILED" if step.error else "codegen"
+    return _STATUS_STYLE.get(step.status, ("", step.status.value))[1]
 
 
 # Control characters (ANSI escapes) and bidi overrides that IR text or names could smuggle in.
@@ -117,8 +125,10 @@ class TerminalRenderer:
             if record.status is PassStatus.FAILED and record.error.traceback:
                 for line in record.error.traceback.rstrip().splitlines()[-12:]:
                     self._line(c("dim", f"       {_printable(line)}"))
-            if record.status is PassStatus.FAILED:
-                self._line(c("dim", f"       (`lower-trace show -k {record.kernel} --ir {record.seq}` prints the IR it received)"))
+        if record.status is PassStatus.FAILED and before:
+            self._line(c("red", "       the IR this pass received:"))
+            for line in before.splitlines():
+                self._line(f"       {_printable(line)}")
         if show_diffs and record.status is PassStatus.CHANGED:
             self._diff(before, after)
 
