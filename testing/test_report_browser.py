@@ -97,7 +97,8 @@ def test_loads_offline_without_errors_and_opens_on_the_failure(report, real_trac
     assert rows.count() == len(real_trace.kernels) == 4
     for i, kernel in enumerate(real_trace.kernels):
         text = rows.nth(i).inner_text()
-        assert kernel.name in text and f"{len(kernel.passes)} passes" in text and f"{kernel.changed_count} changed" in text
+        passes = f"{len(kernel.passes)} pass" + ("" if len(kernel.passes) == 1 else "es")
+        assert kernel.name in text and f"{passes}\n" in text and f"{kernel.changed_count} changed" in text
 
 
 def test_clicking_a_pass_shows_its_diff(report, real_trace):

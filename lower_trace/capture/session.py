@@ -74,7 +74,9 @@ class CompileSession:
         self._t0 = time.perf_counter()
         self._seq = 0
         self._recent: list[tuple[Any, SnapshotRef]] = []
-        self._interrupted: list[tuple[OpenPass, float]] = []  # with ms until the context closed
+        # No time is recorded for these: TVM can spend a long while building the
+        # error before the context closes, which would be no measure of the pass.
+        self._interrupted: list[OpenPass] = []
         self._finished = False
         # Filled by the worker thread. Texts are kept only for the terminal view.
         self.texts: dict[str, str] | None = {} if run.config.prints_terminal else None
@@ -186,9 +188,7 @@ class CompileSession:
 
     def passes_interrupted(self, open_passes: list[OpenPass]) -> None:
         """Passes that never returned; the error arrives later, in finish()."""
-        now = time.perf_counter()
-        for open_pass in open_passes:
-            self._interrupted.append((open_pass, (now - open_pass.started) * 1000.0))
+        self._interrupted.extend(open_passes)
 
     # --- codegen -------------------------------------------------------------------
 
@@ -273,14 +273,14 @@ class CompileSession:
         if not self._interrupted:
             return
         # Outermost first: the deepest open pass is the one that raised.
-        ordered = sorted(self._interrupted, key=lambda item: (item[0].depth, item[0].seq))
-        failing = ordered[-1][0]
-        for open_pass, ms in ordered:
+        ordered = sorted(self._interrupted, key=lambda p: (p.depth, p.seq))
+        failing = ordered[-1]
+        for open_pass in ordered:
             if open_pass is failing and error is not None:
-                self._record(open_pass, None, ms=ms, status=PassStatus.FAILED, error=error_info(error))
+                self._record(open_pass, None, status=PassStatus.FAILED, error=error_info(error))
             else:
                 note = ErrorInfo("Interrupted", f"did not finish: nested pass {failing.name} failed") if error else None
-                self._record(open_pass, None, ms=ms, status=PassStatus.INCOMPLETE, error=note)
+                self._record(open_pass, None, status=PassStatus.INCOMPLETE, error=note)
 
     def tracer_fault(self, exc: BaseException) -> None:
         self.run.tracer_fault(exc)

@@ -64,6 +64,11 @@ def _printable(text: str) -> str:
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def _ms(record: PassRecord) -> str:
+    """A failed pass has no meaningful time: it ends when TVM has built the error."""
+    return "" if record.status in (PassStatus.FAILED, PassStatus.INCOMPLETE) else f"{record.ms:.2f} ms"
+
+
 class TerminalRenderer:
     def __init__(self, stream: TextIO, color: bool | None = None, context: int = 3) -> None:
         self.stream = stream
@@ -118,7 +123,7 @@ class TerminalRenderer:
         name = _printable(record.name)
         self._line(
             f"{record.seq:>4} {c('cyan', f'{record.phase:<20}')} {indent}{c(style, name) if record.status is not PassStatus.CHANGED else c('bold', name)}"
-            f"  {c(style, label)}  {counts}  {c('dim', f'{record.ms:.2f} ms')}".rstrip()
+            f"  {c(style, label)}  {counts}  {c('dim', _ms(record))}".rstrip()
         )
         if record.error is not None:
             self._line(c("red", f"       {record.error.type}: {_printable(record.error.message)}"))

@@ -24,6 +24,9 @@
   const snap = (digest) => (digest && snapshots[digest]) || "";
 
   const isCodegen = (step) => step.kind === "codegen";
+  // A failed pass has no meaningful time: it ends when TVM has finished building the error.
+  const msText = (step) => (step.status === "failed" || step.status === "incomplete" ? "" : `${(step.ms || 0).toFixed(2)} ms`);
+  const plural = (n, one, many) => `${n} ${n === 1 ? one : many || one + "s"}`;
   const statusOf = (step) => (isCodegen(step) ? "codegen" : step.status);
   const titleOf = (step) => (isCodegen(step) ? `${step.role} codegen · ${step.function}` : step.name);
   // The text a step is searched in: what the pass produced (or received, if it failed); a codegen's source.
@@ -55,7 +58,7 @@
       row.appendChild(el("span", "kname", kernel.name));
       row.appendChild(el("span", "muted target", kernel.target || "?"));
       const counts = el("span", "counts");
-      counts.appendChild(el("span", "", `${kernel.passes} passes`));
+      counts.appendChild(el("span", "", plural(kernel.passes, "pass", "passes")));
       counts.appendChild(el("span", "changed-count", `${kernel.changed} changed`));
       if (kernel.failed) counts.appendChild(el("span", "failed-count", `${kernel.failed} failed`));
       if (kernel.status === "running") counts.appendChild(el("span", "failed-count", "did not finish"));
@@ -114,7 +117,7 @@
         row.appendChild(el("span", "add", `+${counts.added}`));
         row.appendChild(el("span", "del", `−${counts.removed}`));
       }
-      row.appendChild(el("span", "ms", `${(step.ms || 0).toFixed(2)} ms`));
+      row.appendChild(el("span", "ms", msText(step)));
       const count = hits && hits.get(step.seq);
       if (count) row.appendChild(el("span", "badge", count));
       row.addEventListener("click", () => selectStep(step.seq));
@@ -213,13 +216,19 @@
     const meta = [kernel.name, statusOf(step)];
     if (!isCodegen(step)) meta.push(step.phase, step.caller ? `run by ${step.caller}` : "", step.depth ? `nested (depth ${step.depth}, in #${step.parent})` : "");
     else meta.push(step.language, step.target);
-    meta.push(`${(step.ms || 0).toFixed(2)} ms`);
+    meta.push(msText(step));
     head.appendChild(el("div", "meta", meta.filter(Boolean).join(" · ")));
     main.appendChild(head);
     if (step.error) {
       const box = el("section", "error");
       box.appendChild(el("strong", "", `${step.error.type}: ${step.error.message}`));
-      if (step.error.traceback) box.appendChild(el("pre", "traceback", step.error.traceback));
+      if (step.error.traceback) {
+        const details = el("details", "traceback-box");
+        details.open = true;
+        details.appendChild(el("summary", "", "traceback"));
+        details.appendChild(el("pre", "traceback", step.error.traceback));
+        box.appendChild(details);
+      }
       main.appendChild(box);
     }
     if (isCodegen(step)) {
