@@ -157,6 +157,43 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _script_dirs(path: str) -> list[str]:
+    """Script folders holding working copies: path itself, or the folders below it."""
+    from .override import EDITS
+
+    if os.path.isdir(os.path.join(path, EDITS)):
+        return [path]
+    if os.path.basename(os.path.normpath(path)) == EDITS:
+        return [os.path.dirname(os.path.normpath(path))]
+    try:
+        children = sorted(entry.path for entry in os.scandir(path) if entry.is_dir())
+    except OSError:
+        raise UsageError(f"{path}: no such directory; pass a trace folder (default {DEFAULT_TRACE_DIR})") from None
+    return [child for child in children if os.path.isdir(os.path.join(child, EDITS))]
+
+
+def cmd_edits(args: argparse.Namespace) -> int:
+    """List the editable generated sources (working copies) and their state, or --reset one kernel's."""
+    from .override import EditStore
+
+    stores = [EditStore(folder) for folder in _script_dirs(args.trace)]
+    if not stores:
+        raise UsageError(f"{args.trace}: no working copies here yet; run your script with TL_LOWER_TRACE=html first")
+    if args.reset:
+        done = [item for store in stores for item in store.reset(args.reset)]
+        if not done:
+            known = sorted({e["kernel"] for store in stores for e in store.entries()})
+            raise UsageError(f"no working copy for {args.reset!r}; kernels: {', '.join(known)}")
+        for path, backup in done:
+            print(f"{path}: back to the generated source" + (f" (your edit is saved in {backup})" if backup else ""))
+        return 0
+    for store in stores:
+        print(store.root)
+        for entry in store.entries():
+            print(f"  {entry['kernel']:<24} {entry['role']:<7} {entry['state']:<13} {entry['path']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lower-trace",
@@ -196,6 +233,11 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--passes", action="store_true", help="one line per pass too")
     lst.add_argument("--runs", action="store_true", help="every run under the folder, oldest first")
     lst.set_defaults(func=cmd_list)
+
+    edits = sub.add_parser("edits", help="list or reset the editable generated sources", description=cmd_edits.__doc__)
+    edits.add_argument("trace", nargs="?", default=default_trace, help="a script folder or the trace root")
+    edits.add_argument("--reset", metavar="KERNEL", help="return KERNEL's working copies to the generated source (edits are kept aside)")
+    edits.set_defaults(func=cmd_edits)
 
     report = sub.add_parser("report", help="write the HTML report of a trace", description=cmd_report.__doc__)
     report.add_argument("trace", nargs="?", default=default_trace, help=trace_help)

@@ -81,9 +81,14 @@ class CodegenRecord:
     target: str
     language: str  # cuda, hip, c, llvm, ...
     tir: str  # digest of the TIR module handed to codegen
-    source: str = ""  # digest of the generated source ("" if none could be read)
+    source: str = ""  # digest of the source that was compiled ("" if none could be read)
     ms: float = 0.0
     error: ErrorInfo | None = None
+    # Edit and recompile (see override.py): what happened to the working copy.
+    edit_status: str = ""  # SYNCED, PATCHED, REGENERATED, CONFLICT; "" when not tracked
+    edit_path: str = ""  # the working copy
+    edit_backup: str = ""  # where a conflicting edit was saved
+    generated: str = ""  # digest of the fresh codegen, when something else was compiled
 
 
 @dataclass(frozen=True)

@@ -287,3 +287,37 @@ def lcs(a, b):
         for j in range(len(b) - 1, -1, -1):
             table[i][j] = table[i + 1][j + 1] + 1 if a[i] == b[j] else max(table[i + 1][j], table[i][j + 1])
     return table[0][0]
+
+
+def test_an_edited_kernel_shows_its_status_and_the_edit(browser, tmp_path):
+    """Trace a C kernel, edit its working copy, trace again: the report shows PATCHED and the edit."""
+    tilelang = pytest.importorskip("tilelang")
+    import glob
+
+    import kernels
+    import lower_trace
+
+    with lower_trace.trace(mode="html", trace_dir=tmp_path):
+        tilelang.lower(kernels.scale_c(), target="c")
+    (working,) = glob.glob(str(tmp_path / "*" / "edits" / "scale.c"))
+    text = open(working).read()
+    open(working, "w").write(text.replace("3.000000e+00f", "1.000000e+01f"))
+    with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+        tilelang.lower(kernels.scale_c(), target="c")
+    trace = load_trace(run.run_dir)
+    (codegen,) = trace.kernels[0].codegen
+    assert codegen.edit_status == "PATCHED"
+    view = Page(browser, run.report_path, f"#k1/{codegen.seq}")
+    try:
+        page = view.page
+        assert page.locator("#passes .step.active .edit-badge").inner_text() == "PATCHED"
+        note = page.locator("#detail .edit-note").inner_text()
+        assert note.startswith("PATCHED") and working in note
+        assert page.locator("#detail .panes pre.ir").nth(1).inner_text() == open(working).read()
+        added = page.locator("table.diff td.code.add").all_inner_texts()
+        removed = page.locator("table.diff td.code.del").all_inner_texts()
+        assert [line.strip() for line in added] == ["C[i] = (A[i] * 1.000000e+01f);"]
+        assert [line.strip() for line in removed] == ["C[i] = (A[i] * 3.000000e+00f);"]
+        assert not [m for m in view.messages if m.startswith(("error", "pageerror"))]
+    finally:
+        view.close()

@@ -29,7 +29,7 @@ def test_data_lists_every_step_and_each_snapshot_once():
     assert [s["seq"] for s in kernel["steps"]] == [s.seq for s in source.steps]
     assert kernel["steps"][-1]["kind"] == "codegen" and kernel["steps"][0]["kind"] == "pass"
     used = {s.before for s in source.passes} | {s.after for s in source.passes}
-    used |= {c.tir for c in source.codegen} | {c.source for c in source.codegen}
+    used |= {c.tir for c in source.codegen} | {c.source for c in source.codegen} | {c.generated for c in source.codegen}
     assert set(data["snapshots"]) == used - {""}
     assert all(data["snapshots"][d] == trace.snapshot(d) for d in data["snapshots"])
 

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, TextIO
 from ..config import Config
 from ..model import KernelStatus, KernelTrace, RunInfo, to_json
 from ..paths import script_name
+from ..override import EditOutcome, EditStore
 from ..store import TraceWriter
 from .worker import Worker
 
@@ -91,6 +92,8 @@ class TraceRun:
         )
         self.writer: TraceWriter | None = TraceWriter(self.run_dir, self.info) if config.writes_trace else None
         self.worker = Worker(self.tracer_fault)
+        # Working copies of the generated source live beside the runs (they outlive them).
+        self.edits: EditStore | None = EditStore(self.script_dir) if config.writes_trace else None
         self._lock = threading.Lock()
         self._kernel_count = 0
         self._pending_notes: list[str] = []
@@ -108,7 +111,14 @@ class TraceRun:
         """Tell the user once and keep the note in the trace."""
         self.messages.say(text, once=once)
         with self._lock:
-            self._pending_notes.append(text)
+            if not self._kernel_count:  # the trace starts with the first kernel
+                self._pending_notes.append(text)
+                return
+        self.worker.submit(lambda: self._append("note", {"text": text}))
+
+    def edit_resolved(self, kernel: str, outcome: EditOutcome) -> None:
+        """Say what happened to a kernel's working copy: each run, once per file."""
+        self.messages.say(outcome.message(kernel), once=f"edit:{outcome.path}")
 
     def tracer_fault(self, exc: BaseException) -> None:
         self.messages.say(
@@ -118,6 +128,7 @@ class TraceRun:
 
     def _disk_fault(self, exc: BaseException) -> None:
         self.writer = None
+        self.edits = None
         self.messages.say(
             f"cannot write the trace under {self.config.trace_dir} ({exc.__class__.__name__}: {exc}); "
             "tracing to disk is off for this run, your compile goes on (set TL_LOWER_TRACE_DIR to a writable folder)",

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import time
 import traceback
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..model import CodegenRecord, ErrorInfo, KernelStatus, KernelTrace, PassRecord, PassStatus
+from ..override import EditOutcome, line_directive
 from ..store import digest_of
 from .worker import SnapshotRef
 
@@ -41,6 +43,22 @@ class IRAdapter(Protocol):
     def pass_origin(self, name: str, depth: int, parent_phase: str) -> tuple[str, str, str]: ...
     def module_source(self, runtime_mod: Any) -> str: ...
     def codegen_info(self, function: str, target: Any) -> tuple[str, str, str]: ...
+    def kernel_signature(self, mod: Any) -> str: ...
+    def source_module(self, text: str, language: str) -> Any: ...
+
+
+@dataclass
+class ActiveCodegen:
+    """The codegen call in progress on this thread, for TileLang's source callbacks."""
+
+    session: CompileSession
+    role: str
+    language: str
+    edit: tuple[EditOutcome, str] | None = None  # (outcome, the fresh codegen)
+
+
+# Set while a codegen call runs, so a post-processing callback knows whose source it sees.
+current_codegen: ContextVar[ActiveCodegen | None] = ContextVar("lower_trace_codegen", default=None)
 
 
 @dataclass
@@ -69,7 +87,9 @@ class CompileSession:
         self.entry = entry
         self.kernel_id = ""
         self.kernel_name = ""
+        self.signature = ""
         self.target = ""
+        self._edits: list[EditOutcome] = []
         self.started = time.time()
         self._t0 = time.perf_counter()
         self._seq = 0
@@ -120,6 +140,7 @@ class CompileSession:
             return
         context = self.ir.compile_context()
         self.kernel_name = self.ir.kernel_name(mod)
+        self.signature = self.ir.kernel_signature(mod)
         self.target = str(context.get("target", ""))
         self.kernel_id = self.run.register_kernel(
             name=self.kernel_name,
@@ -193,7 +214,12 @@ class CompileSession:
     # --- codegen -------------------------------------------------------------------
 
     def codegen(self, function: str, mod: Any, target: Any, call: Any) -> Any:
-        """Run one codegen call, recording the TIR it got and the source it produced."""
+        """Run one codegen call, recording the TIR it got and the source it produced.
+
+        With edits on, the source to compile goes through the three-way decision
+        (override.py): for CUDA/HIP inside TileLang's post-processing callback, which
+        runs before any compiler sees the code; for C, by replacing the source module.
+        """
         try:
             self._open_kernel(mod)
             tir = self.snapshot(mod)
@@ -204,29 +230,65 @@ class CompileSession:
             return call()
         if role == "device" and target_text:
             self.target = target_text
+        active = ActiveCodegen(self, role, language)
+        token = current_codegen.set(active)
         started = time.perf_counter()
         try:
             result = call()
         except Exception as exc:
             ms = (time.perf_counter() - started) * 1000.0
             step = dict(seq=seq, role=role, function=function, target=target_text, language=language, ms=ms)
-            self.worker.submit(lambda: self._write_codegen(step, tir, "", error_info(exc)))
+            failure = error_info(exc)  # now: `exc` is unbound once the except block ends
+            self.worker.submit(lambda: self._write_codegen(step, tir, "", active.edit, failure))
             raise
-        step = dict(seq=seq, role=role, function=function, target=target_text, language=language, ms=(time.perf_counter() - started) * 1000.0)
+        finally:
+            current_codegen.reset(token)
+        ms = (time.perf_counter() - started) * 1000.0
+        step = dict(seq=seq, role=role, function=function, target=target_text, language=language, ms=ms)
         try:
             source = self.ir.module_source(result)
-            self.worker.submit(lambda: self._write_codegen(step, tir, source, None))
+            if active.edit is None and language == "c" and self.run.edits is not None and source:
+                text = self.edit_source(active, source)
+                if text != source:
+                    result = self.ir.source_module(text, language)
+            if active.edit is not None:
+                source = active.edit[0].compile_text
+            self.worker.submit(lambda: self._write_codegen(step, tir, source, active.edit, None))
         except Exception as exc:
             self.tracer_fault(exc)
         return result
 
-    def _write_codegen(self, step: dict[str, Any], tir: SnapshotRef, source: str, error: ErrorInfo | None) -> None:
+    def edit_source(self, active: ActiveCodegen, generated: str) -> str:
+        """The source to compile instead of `generated`: the user's edit when PATCHED."""
+        edits = self.run.edits
+        if edits is None or not self.kernel_name:
+            return generated
+        try:
+            outcome = edits.resolve(self.kernel_name, self.signature, active.role, active.language, generated)
+        except Exception as exc:
+            self.tracer_fault(exc)
+            return generated
+        active.edit = (outcome, generated)
+        self._edits.append(outcome)
+        self.run.edit_resolved(self.kernel_name, outcome)
+        if outcome.uses_edit:
+            return line_directive(outcome.compile_text, outcome.path, active.language)
+        return outcome.compile_text
+
+    def _write_codegen(self, step: dict[str, Any], tir: SnapshotRef, source: str, edit: tuple[EditOutcome, str] | None, error: ErrorInfo | None) -> None:
+        extra: dict[str, Any] = {}
+        if edit is not None:
+            outcome, generated = edit
+            extra = dict(edit_status=outcome.status.value, edit_path=outcome.path, edit_backup=outcome.backup)
+            if generated != outcome.compile_text:
+                extra["generated"] = self._store_text(generated)
         record = CodegenRecord(
             kernel=self.kernel_id,
             tir=tir.digest,
             source=self._store_text(source) if source else "",
             error=error,
             **{**step, "ms": round(step["ms"], 3)},
+            **extra,
         )
         self.codegen_steps.append(record)
         self.run.append_record("codegen", record)
@@ -242,6 +304,14 @@ class CompileSession:
         if not self.kernel_id:
             return  # no pass ran: nothing to show
         self._record_failures(error)
+        if error is not None:
+            for outcome in self._edits:
+                if outcome.uses_edit:
+                    self.run.note(
+                        f"{self.kernel_name}: the compile failed while using your edit of {outcome.path} "
+                        "(compiler errors above point into that file); the edit is kept: fix it and rerun, "
+                        f"or `lower-trace edits --reset {self.kernel_name}` to go back to the generated source"
+                    )
         ms = round((time.perf_counter() - self._t0) * 1000.0, 3)
         failure = error_info(error) if error is not None else None
         if self.texts is not None:

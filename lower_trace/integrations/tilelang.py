@@ -20,7 +20,7 @@ import lower_trace
 
 from ..capture.naming import call_sites, factory_name
 from ..config import mode_variable_is_set
-from ..capture.session import CompileSession
+from ..capture.session import CompileSession, current_codegen
 from ..capture.tracker import PassTracker
 
 TOOL_NAME = "lower-trace"
@@ -51,6 +51,14 @@ _PASS_CALL = tvm.ir.transform.Pass.__call__.__code__
 _TrackerInstrument = tvm.ir.instrument.pass_instrument(PassTracker)
 # The FFI constructor takes attrs as the DictAttrs object itself (IRModule() would re-wrap them).
 _make_module = tvm.ir.module._ffi_api.IRModule
+_make_source_module = tvm_ffi.get_global_func("runtime.CSourceModuleCreate")
+# TileLang's source post-processing hooks: (global function, language, role). They run on
+# the generated code before any compiler sees it, in every backend.
+_POSTPROC_HOOKS = (
+    ("tilelang_callback_cuda_postproc", "cuda", "device"),
+    ("tilelang_callback_hip_postproc", "hip", "device"),
+    ("tilelang_callback_c_host_postproc", "c", "host"),
+)
 
 
 def versions() -> dict[str, str]:
@@ -151,6 +159,19 @@ class TileLangIR:
                 return str(text)
         return ""
 
+    def kernel_signature(self, mod: Any) -> str:
+        """Names, shapes and dtypes of the kernel's buffers: which of same-named kernels this is."""
+        parts = []
+        for gv, func in sorted(mod.functions.items(), key=lambda item: item[0].name_hint):
+            buffers = getattr(func, "buffer_map", None) or {}
+            params = [f"{b.name}:{list(b.shape)}:{b.dtype}" for b in buffers.values()]
+            parts.append(f"{gv.name_hint}({', '.join(params)})")
+        return "; ".join(parts)
+
+    def source_module(self, text: str, language: str) -> Any:
+        """A source-only runtime module holding text, for backends that compile kernel_source."""
+        return _make_source_module(text, language, [], [])
+
     def codegen_info(self, function: str, target: Any) -> tuple[str, str, str]:
         role = "host" if function.endswith("_host") or function == "target.build.llvm" else "device"
         language = next((lang for key, lang in _LANGUAGE_OF_CODEGEN if key in function), "")
@@ -216,18 +237,31 @@ class _Tool(tl_instr.PassInstrumentationTool):
             self._run.tracer_fault(exc)
 
 
+def _edit_hook(previous: Any, language: str) -> Any:
+    def postproc(code: Any, target: Any) -> str:
+        code = str(previous(code, target)) if previous is not None else str(code)
+        active = current_codegen.get()
+        if active is None or active.language != language:
+            return code  # not a traced compile (or another language's hook)
+        return active.session.edit_source(active, code)
+
+    return postproc
+
+
 class TileLangIntegration:
     """Attach to / detach from an imported TileLang."""
 
     def __init__(self, get_run: Any) -> None:
         self._get_run = get_run
         self._cache_was_enabled: bool | None = None
+        self._replaced_hooks: list[tuple[str, Any]] = []
 
     def install(self) -> None:
         run = self._get_run()
         run.info.versions.update(versions())
         self._switch_off_builtin(run)
         tl_instr.register_pass_instrumentation_tool(TOOL_NAME, lambda: _Tool(self._get_run()))
+        self._install_source_hooks()
         # A kernel served from TileLang's cache runs no pass and would leave an empty
         # trace; while tracing, every kernel is compiled afresh (restored on disable()).
         if tilelang.is_cache_enabled():
@@ -237,9 +271,22 @@ class TileLangIntegration:
 
     def uninstall(self) -> None:
         tl_instr.unregister_pass_instrumentation_tool(TOOL_NAME)
+        for name, previous in reversed(self._replaced_hooks):
+            if previous is None:
+                tvm_ffi.remove_global_func(name)
+            else:
+                tvm_ffi.register_global_func(name, previous, override=True)
+        self._replaced_hooks = []
         if self._cache_was_enabled:
             tilelang.enable_cache()
             self._cache_was_enabled = None
+
+    def _install_source_hooks(self) -> None:
+        """Chain our edit step after any post-processing callback already registered."""
+        for name, language, role in _POSTPROC_HOOKS:
+            previous = tvm_ffi.get_global_func(name, allow_missing=True)
+            tvm_ffi.register_global_func(name, _edit_hook(previous, language), override=True)
+            self._replaced_hooks.append((name, previous))
 
     @staticmethod
     def _switch_off_builtin(run: Any) -> None:

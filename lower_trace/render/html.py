@@ -58,6 +58,7 @@ def report_data(trace: Trace) -> dict[str, Any]:
             if isinstance(step, CodegenRecord):
                 keep(step.tir)
                 keep(step.source)
+                keep(step.generated)
             else:
                 keep(step.before)
                 keep(step.after)

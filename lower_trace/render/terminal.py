@@ -159,6 +159,8 @@ class TerminalRenderer:
             f"{record.seq:>4} {c('cyan', f'{where:<20}')} {c('bold', record.function)}  {status}"
             f"  {c('dim', f'{record.language} [{record.target}] {len(source.splitlines())} lines  {record.ms:.2f} ms')}"
         )
+        if record.edit_status:
+            self._line(c("yellow" if record.edit_status != "SYNCED" else "dim", f"       edit: {record.edit_status} {_printable(record.edit_path)}"))
         if record.error is not None:
             self._line(c("red", f"       {record.error.type}: {_printable(record.error.message)}"))
         if show_source and source:

@@ -112,6 +112,7 @@
       name.style.paddingLeft = `${(step.depth || 0) * 14}px`;
       row.appendChild(name);
       row.appendChild(el("span", "phase", isCodegen(step) ? step.language : step.phase));
+      if (step.edit_status && step.edit_status !== "SYNCED") row.appendChild(el("span", `edit-badge ${step.edit_status.toLowerCase()}`, step.edit_status));
       if (step.status === "changed") {
         const counts = LTDiff.stats(rowsOf(step));
         row.appendChild(el("span", "add", `+${counts.added}`));
@@ -232,10 +233,16 @@
       main.appendChild(box);
     }
     if (isCodegen(step)) {
+      if (step.edit_status) main.appendChild(editNote(step));
       const panes = el("div", "panes");
       panes.appendChild(irView(snap(step.tir), "final TIR handed to codegen"));
-      panes.appendChild(irView(snap(step.source), `generated ${step.language} source (${step.role})`));
+      const compiled = step.generated ? `your edited ${step.language} source, compiled (${step.role})` : `generated ${step.language} source (${step.role})`;
+      panes.appendChild(irView(snap(step.source), compiled));
       main.appendChild(panes);
+      if (step.generated && step.edit_status === "PATCHED") {
+        main.appendChild(el("h3", "", "your edit against the generated source"));
+        main.appendChild(diffView({ before: step.generated, after: step.source }));
+      }
     } else if (step.status === "changed") {
       main.appendChild(diffView(step));
     } else if (step.status === "unchanged") {
@@ -244,6 +251,25 @@
     } else {
       main.appendChild(irView(snap(step.before), "the IR this pass received"));
     }
+  }
+
+  function editNote(step) {
+    const box = el("section", `edit-note ${step.edit_status.toLowerCase()}`);
+    const what = {
+      SYNCED: "the working copy matches the generated source",
+      PATCHED: "your edit of the working copy was compiled instead of the generated source",
+      REGENERATED: "codegen changed; the working copy was refreshed",
+      CONFLICT: "codegen changed and the working copy was edited: the new codegen was compiled, your edit was saved aside",
+    }[step.edit_status] || "";
+    box.appendChild(el("strong", "", step.edit_status));
+    box.appendChild(el("span", "", ` ${what}: `));
+    box.appendChild(el("code", "", step.edit_path));
+    box.appendChild(copyButton("copy path", step.edit_path));
+    if (step.edit_backup) {
+      box.appendChild(el("span", "", " · your edit: "));
+      box.appendChild(el("code", "", step.edit_backup));
+    }
+    return box;
   }
 
   function rowsOf(step) {
