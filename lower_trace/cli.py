@@ -127,7 +127,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     for kernel in trace.kernels:
         print(
             f"  {kernel.kernel_id:<4} {kernel.name:<24} {kernel.target:<20} {kernel.status.value:<8}"
-            f" {len(kernel.passes):>3} passes {kernel.changed_count:>3} changed {kernel.failed_count:>2} failed {kernel.ms:>8.1f} ms"
+            f" {len(kernel.passes):>3} {'pass  ' if len(kernel.passes) == 1 else 'passes'} {kernel.changed_count:>3} changed {kernel.failed_count:>2} failed {kernel.ms:>8.1f} ms"
         )
         if args.passes:
             for step in kernel.steps:
@@ -190,7 +190,8 @@ def cmd_edits(args: argparse.Namespace) -> int:
     for store in stores:
         print(store.root)
         for entry in store.entries():
-            print(f"  {entry['kernel']:<24} {entry['role']:<7} {entry['state']:<13} {entry['path']}")
+            signature = entry["key"].split("|")[1]
+            print(f"  {entry['file']:<28} {entry['kernel']:<20} {entry['role']:<7} {entry['state']:<13} {signature}")
     return 0
 
 
@@ -236,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     edits = sub.add_parser("edits", help="list or reset the editable generated sources", description=cmd_edits.__doc__)
     edits.add_argument("trace", nargs="?", default=default_trace, help="a script folder or the trace root")
-    edits.add_argument("--reset", metavar="KERNEL", help="return KERNEL's working copies to the generated source (edits are kept aside)")
+    edits.add_argument("--reset", metavar="KERNEL", help="return KERNEL's working copies (or one FILE's) to the generated source; edits are kept aside")
     edits.set_defaults(func=cmd_edits)
 
     report = sub.add_parser("report", help="write the HTML report of a trace", description=cmd_report.__doc__)

@@ -56,6 +56,7 @@ class EditOutcome:
     backup: str = ""  # where an edit was saved aside (CONFLICT)
     backup_base: str = ""  # the baseline that edit was made against
     created: bool = False  # the working copy was written for the first time
+    siblings: tuple[str, ...] = ()  # edited working copies of same-named kernels with other buffers
 
     @property
     def uses_edit(self) -> bool:
@@ -64,7 +65,11 @@ class EditOutcome:
     def message(self, kernel: str) -> str:
         where = _short(self.path)
         if self.created:
-            return f"{kernel}: generated source saved to {where}; edit it and rerun to compile your version"
+            text = f"{kernel}: generated source saved to {where}; edit it and rerun to compile your version"
+            if self.siblings:
+                others = ", ".join(_short(p) for p in self.siblings)
+                text += f" (your edit in {others} is for other shapes or dtypes, so it is not used here)"
+            return text
         if self.status is EditStatus.PATCHED:
             return f"{kernel}: PATCHED, compiling your edit of {where}"
         if self.status is EditStatus.REGENERATED:
@@ -157,7 +162,8 @@ class EditStore:
                     return EditOutcome(EditStatus.CONFLICT, working_path, latest, backup, base)
                 _write(baseline_path, latest)
                 _write(working_path, latest)
-                return EditOutcome(EditStatus.SYNCED, working_path, latest, created=working is None)
+                siblings = tuple(e["path"] for e in self.entries() if e["kernel"] == kernel and e["file"] != name and e["state"] == "edited")
+                return EditOutcome(EditStatus.SYNCED, working_path, latest, created=working is None, siblings=siblings)
             edited = working != baseline
             regenerated = latest != baseline
             if not edited and not regenerated:
@@ -202,12 +208,13 @@ class EditStore:
     def reset(self, kernel: str) -> list[tuple[str, str]]:
         """Return a kernel's working copies to the generated source; edits are saved aside.
 
-        kernel may be a kernel name or a working copy's file name. Returns (path, backup) pairs.
+        kernel may be a kernel name (all its working copies) or one working copy's file
+        name, with or without extension. Returns (path, backup) pairs.
         """
         done = []
         with self._locked():
             for entry in self.entries():
-                if kernel not in (entry["kernel"], entry["file"]):
+                if kernel not in (entry["kernel"], entry["file"], os.path.splitext(entry["file"])[0]):
                     continue
                 baseline = _read(os.path.join(self.root, BASELINE, entry["file"]))
                 if baseline is None:

@@ -5,7 +5,12 @@ CUDA source on the CPU; ``vector_add_c`` compiles for target "c" and runs.
 (No ``from __future__ import annotations``: TileLang evaluates the annotations.)
 """
 
+import inspect
+
 import tilelang.language as T
+
+# TileLang up to 0.1.9 marks CPU kernels with T.Kernel(..., is_cpu=True); later releases infer it.
+_CPU_FLAG = "is_cpu" in inspect.signature(T.Kernel).parameters
 
 
 def gemm(M=1024, N=1024, K=1024, block_M=128, block_N=128, block_K=32, dtype="float16", accum_dtype="float"):
@@ -112,6 +117,15 @@ def flash_attention(batch=1, heads=4, seq_len=256, dim=64, block_M=64, block_N=6
 
 def vector_add_c(N=64, dtype="float32"):
     """A kernel for target "c": compiled by gcc through the cython backend and run on the CPU."""
+    if _CPU_FLAG:
+
+        @T.prim_func
+        def vector_add(A: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype), C: T.Tensor((N,), dtype)):
+            with T.Kernel(1, is_cpu=True) as _:
+                for i in T.serial(N):
+                    C[i] = A[i] + B[i]
+
+        return vector_add
 
     @T.prim_func
     def vector_add(A: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype), C: T.Tensor((N,), dtype)):
@@ -124,6 +138,15 @@ def vector_add_c(N=64, dtype="float32"):
 
 def scale_c(N=64, factor=3.0, dtype="float32"):
     """A second C-target kernel, to check that two kernels of one script are traced apart."""
+    if _CPU_FLAG:
+
+        @T.prim_func
+        def scale(A: T.Tensor((N,), dtype), C: T.Tensor((N,), dtype)):
+            with T.Kernel(1, is_cpu=True) as _:
+                for i in T.serial(N):
+                    C[i] = A[i] * T.float32(factor)
+
+        return scale
 
     @T.prim_func
     def scale(A: T.Tensor((N,), dtype), C: T.Tensor((N,), dtype)):

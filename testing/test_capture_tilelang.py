@@ -226,13 +226,13 @@ def test_unwritable_trace_dir_warns_once_and_compiles_the_same_kernel(tmp_path, 
 
 
 def test_a_failing_printer_warns_once_and_compiles_the_same_kernel(monkeypatch, tmp_path, lower_cuda, capsys):
-    from lower_trace.integrations import tilelang as integration
+    from lower_trace.integrations import tvm_ir
 
     def broken(self, mod):
         raise RuntimeError("printer exploded")
 
     untraced = lower_cuda(kernels.gemm()).kernel_source
-    monkeypatch.setattr(integration.TileLangIR, "print_ir", broken)
+    monkeypatch.setattr(tvm_ir.TVMIR, "print_ir", broken)
     lower_trace.enable(mode="html", trace_dir=tmp_path)
     traced_source = lower_cuda(kernels.gemm()).kernel_source
     lower_trace.disable()

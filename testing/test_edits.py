@@ -144,7 +144,9 @@ def test_edits_command_lists_and_resets(user, tmp_path):
     listing = subprocess.run([cli, "edits"], cwd=tmp_path, capture_output=True, text=True)
     assert listing.returncode == 0
     rows = {line.split()[0]: line.split() for line in listing.stdout.splitlines()[1:]}
-    assert rows["vector_add"][1:3] == ["device", "edited"] and rows["scale"][1:4] == ["device", "as", "generated"]
+    assert rows["vector_add.c"][1:4] == ["vector_add", "device", "edited"]
+    assert rows["scale.c"][1:5] == ["scale", "device", "as", "generated"]
+    assert "C:[64]:float32" in rows["scale.c"][-1]  # the signature tells same-named kernels apart
     reset = subprocess.run([cli, "edits", "--reset", "vector_add"], cwd=tmp_path, capture_output=True, text=True)
     assert reset.returncode == 0 and "your edit is saved in" in reset.stdout
     (backup,) = glob.glob(str(edits_dir(tmp_path) / "vector_add.c.*.edit"))

@@ -34,6 +34,16 @@ def real_trace(tmp_path_factory):
     return load_trace(run_dir)
 
 
+def wait_until(page, predicate, timeout=5.0):
+    """Poll a JS predicate (the report's CSP forbids the eval behind wait_for_function)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(predicate):
+        assert time.monotonic() < deadline, predicate
+        time.sleep(0.05)
+
+
 class Page:
     """A report opened in a fresh tab, recording console messages and requests."""
 
@@ -182,11 +192,30 @@ def test_hide_unchanged_and_phase_filter_change_the_visible_passes(report, real_
     page.check("#hide-unchanged")
     kept = [s.seq for s in gemm.steps if getattr(s, "status", None) is not PassStatus.UNCHANGED]
     assert view.visible_seqs() == kept
+    view.press("j")  # the keys still drive the pass list after using the control
+    assert view.active() == kept[kept.index(3) + 1]
     assert page.locator("#pass-count").inner_text() == f"{len(kept)} of {len(gemm.steps)} steps shown"
     page.uncheck("#hide-unchanged")
     page.select_option("#phase", "semantic_check")
     expected = [s.seq for s in gemm.steps if getattr(s, "phase", None) == "semantic_check" or not hasattr(s, "status")]
     assert view.visible_seqs() == expected
+    view.press("/")
+    page.keyboard.type("T.gemm")
+    assert page.input_value("#search") == "T.gemm"
+
+
+def test_the_latest_run_page_keeps_the_deep_link(browser, real_trace):
+    pointer = os.path.join(os.path.dirname(real_trace.path), "report.html")
+    view = Page.__new__(Page)
+    view.context = browser.new_context()
+    view.page = view.context.new_page()
+    try:
+        view.page.goto("file://" + pointer + "#k2/5")
+        view.page.wait_for_selector("body[data-ready='1']")
+        assert view.page.url.endswith(os.path.basename(real_trace.path) + "/report.html#k2/5")
+        assert view.active() == 5
+    finally:
+        view.context.close()
 
 
 def test_deep_links_survive_a_reload(report, real_trace):
@@ -224,8 +253,24 @@ def test_theme_toggle_and_copy_buttons(report, real_trace, browser):
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") != background  # remembered
     view.context.grant_permissions(["clipboard-read", "clipboard-write"])
     page.locator("#detail button.copy", has_text="copy after").click()
-    page.wait_for_function("document.querySelector('#detail button.copy:nth-of-type(3)').textContent !== 'copy after'")
+    wait_until(page, "() => document.querySelector('#detail button.copy:nth-of-type(3)').textContent !== 'copy after'")
     assert page.evaluate("navigator.clipboard.readText()") == real_trace.snapshot(real_trace.kernels[0].passes[3].after)
+    # "copy diff" gives a unified diff that patch applies.
+    tile_op = next(p for p in real_trace.kernels[0].passes if p.name == "tl.LowerTileOp")
+    page.locator(f'#passes .step[data-seq="{tile_op.seq}"]').click()
+    page.locator("#detail button.copy", has_text="copy diff").click()
+    wait_until(page, "() => [...document.querySelectorAll('#detail button.copy')].some(b => b.textContent === 'copied')")
+    patch_text = page.evaluate("navigator.clipboard.readText()")
+    assert patch_text.startswith("--- before tl.LowerTileOp\n+++ after tl.LowerTileOp\n@@ -")
+    import shutil
+    import subprocess
+
+    if shutil.which("patch"):
+        work = real_trace.path + "/patched.py"
+        with open(work, "w") as handle:
+            handle.write(real_trace.snapshot(tile_op.before))
+        subprocess.run(["patch", "-s", work], input=patch_text, text=True, check=True)
+        assert open(work).read() == real_trace.snapshot(tile_op.after)
 
 
 def test_hostile_names_and_ir_render_as_inert_text(browser, tmp_path):
@@ -319,5 +364,34 @@ def test_an_edited_kernel_shows_its_status_and_the_edit(browser, tmp_path):
         assert [line.strip() for line in added] == ["C[i] = (A[i] * 1.000000e+01f);"]
         assert [line.strip() for line in removed] == ["C[i] = (A[i] * 3.000000e+00f);"]
         assert not [m for m in view.messages if m.startswith(("error", "pageerror"))]
+    finally:
+        view.close()
+
+
+def test_a_compile_that_fails_outside_any_pass_opens_on_its_error(browser, tmp_path):
+    """An edited C kernel that gcc rejects: no pass failed, the compile did."""
+    tilelang = pytest.importorskip("tilelang")
+    import glob
+
+    import kernels
+    import lower_trace
+
+    with lower_trace.trace(mode="html", trace_dir=tmp_path):
+        tilelang.compile(kernels.vector_add_c(), target="c", execution_backend="cython")
+    (working,) = glob.glob(str(tmp_path / "*" / "edits" / "vector_add.c"))
+    text = open(working).read()
+    open(working, "w").write(text.replace("(A[i] + B[i]);", "(A[i] + B[i]) oops;"))
+    with pytest.raises(Exception):
+        with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+            tilelang.compile(kernels.vector_add_c(), target="c", execution_backend="cython")
+    view = Page(browser, run.report_path)
+    try:
+        page = view.page
+        assert page.evaluate("location.hash") == "#k1/error"
+        assert page.locator("#kernels .kernel-row.active").inner_text().count("compile failed") == 1
+        detail = page.locator("#detail").inner_text()
+        assert "vector_add: the compile failed" in detail and "oops" in detail
+        row = page.locator("#passes .step.active")
+        assert row.inner_text().startswith("!") and "compile failed" in row.inner_text()
     finally:
         view.close()

@@ -94,6 +94,12 @@ class TraceRun:
         self.worker = Worker(self.tracer_fault)
         # Working copies of the generated source live beside the runs (they outlive them).
         self.edits: EditStore | None = EditStore(self.script_dir) if config.writes_trace else None
+        if self.edits is None and any(e["state"] == "edited" for e in EditStore(self.script_dir).entries()):
+            self.note(
+                f"edited working copies in {EditStore(self.script_dir).root} are not used: terminal mode writes "
+                "nothing; set TL_LOWER_TRACE_DIR (or use TL_LOWER_TRACE=both) to compile them",
+                once="edits-unused",
+            )
         self._lock = threading.Lock()
         self._kernel_count = 0
         self._pending_notes: list[str] = []

@@ -213,7 +213,7 @@ class CompileSession:
 
     # --- codegen -------------------------------------------------------------------
 
-    def codegen(self, function: str, mod: Any, target: Any, call: Any) -> Any:
+    def codegen(self, function: str, mod: Any, target: Any, call: Any, role: str | None = None) -> Any:
         """Run one codegen call, recording the TIR it got and the source it produced.
 
         With edits on, the source to compile goes through the three-way decision
@@ -224,7 +224,8 @@ class CompileSession:
             self._open_kernel(mod)
             tir = self.snapshot(mod)
             seq = self._next_seq()
-            role, language, target_text = self.ir.codegen_info(function, target)
+            guessed_role, language, target_text = self.ir.codegen_info(function, target)
+            role = role or guessed_role
         except Exception as exc:
             self.tracer_fault(exc)
             return call()
@@ -309,7 +310,7 @@ class CompileSession:
                 if outcome.uses_edit:
                     self.run.note(
                         f"{self.kernel_name}: the compile failed while using your edit of {outcome.path} "
-                        "(compiler errors above point into that file); the edit is kept: fix it and rerun, "
+                        "(the compiler's errors name that file and line); the edit is kept: fix it and rerun, "
                         f"or `lower-trace edits --reset {self.kernel_name}` to go back to the generated source"
                     )
         ms = round((time.perf_counter() - self._t0) * 1000.0, 3)

@@ -30,26 +30,50 @@ def _builtin_tracer_stays_off() -> Callable[[], None]:
     return hide_mode_variable()
 
 
+SUPPORTED = "TileLang 0.1.9 and later (0.1.15+ through tilelang.instrumentation), or Apache TVM 0.27"
+_OLDEST_TILELANG = (0, 1, 9)
+
+
 def _attach_tilelang(get_run: Callable[[], Any]) -> None:
     run = get_run()
     if run is None:
         return
     try:
-        from .tilelang import TileLangIntegration
-    except ImportError as exc:
-        run.note(
-            f"this TileLang has no instrumentation API ({exc}); lower-trace supports TileLang 0.1.15 and later; "
-            "your program runs on untraced",
-            once="unsupported",
-        )
-        return
-    try:
-        integration = TileLangIntegration(get_run)
+        integration = _tilelang_integration(get_run, run)
+        if integration is None:
+            return
         integration.install()
     except Exception as exc:
         run.tracer_fault(exc)
         return
     _installed.append(integration)
+
+
+def _tilelang_integration(get_run: Callable[[], Any], run: Any) -> Any:
+    """The adapter for the installed TileLang, or None (after saying why) when there is none."""
+    import tilelang
+
+    version = str(getattr(tilelang, "__version__", "0"))
+    try:
+        from .tilelang import TileLangIntegration
+
+        return TileLangIntegration(get_run)
+    except ImportError:
+        pass
+    from . import tilelang_legacy
+
+    if _version_tuple(version) >= _OLDEST_TILELANG and tilelang_legacy.supported():
+        return tilelang_legacy.LegacyTileLangIntegration(get_run)
+    run.note(f"TileLang {version} is not supported; lower-trace supports {SUPPORTED}. Your program runs on untraced", once="unsupported")
+    return None
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in version.split("+")[0].split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
 
 
 def keep_builtin_off() -> None:

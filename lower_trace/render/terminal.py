@@ -93,9 +93,8 @@ class TerminalRenderer:
         """The per-pass table of one kernel, with diffs and the generated source."""
         c = self.c
         wanted = set(only) if only is not None else None
-        summary = (
-            f"{len(kernel.passes)} passes, {kernel.changed_count} changed, {kernel.failed_count} failed, {kernel.ms:.0f} ms"
-        )
+        count = len(kernel.passes)
+        summary = f"{count} {'pass' if count == 1 else 'passes'}, {kernel.changed_count} changed, {kernel.failed_count} failed, {kernel.ms:.0f} ms"
         self._line(c("bold", f"== lower-trace: kernel {kernel.kernel_id} {_printable(kernel.name)}") + c("dim", f"  [{kernel.target or '?'}]  {summary}"))
         for step in kernel.steps:
             if wanted is not None and step.seq not in wanted:

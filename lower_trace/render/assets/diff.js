@@ -112,16 +112,36 @@ const LTDiff = (() => {
     if (last && last[1] === from) last[1] = to; else ranges.push([from, to]);
   }
 
-  // Unified diff text of rows, for the copy button.
-  function unifiedText(rows) {
-    const out = [];
+  // A unified diff (---/+++/@@ hunks, `context` lines around changes) that patch and review tools read.
+  function unifiedText(rows, names = ["before", "after"], context = 3) {
+    const lines = [];
     for (const r of rows) {
-      if (r.tag === "=") out.push(" " + r.old);
-      else if (r.tag === "-") out.push("-" + r.old);
-      else if (r.tag === "+") out.push("+" + r.new);
-      else { out.push("-" + r.old); out.push("+" + r.new); }
+      if (r.tag === "=") lines.push([" ", r.old]);
+      else if (r.tag === "-") lines.push(["-", r.old]);
+      else if (r.tag === "+") lines.push(["+", r.new]);
+      else lines.push(["-", r.old], ["+", r.new]);
     }
-    return out.join("\n") + "\n";
+    // oldBefore[k] / newBefore[k]: lines of each side before line k.
+    const oldBefore = [0], newBefore = [0];
+    for (const [tag] of lines) {
+      oldBefore.push(oldBefore[oldBefore.length - 1] + (tag !== "+" ? 1 : 0));
+      newBefore.push(newBefore[newBefore.length - 1] + (tag !== "-" ? 1 : 0));
+    }
+    const changes = lines.map((l, k) => (l[0] === " " ? -1 : k)).filter((k) => k >= 0);
+    const out = [`--- ${names[0]}`, `+++ ${names[1]}`];
+    let g = 0;
+    while (g < changes.length) {
+      let last = g;
+      while (last + 1 < changes.length && changes[last + 1] - changes[last] <= 2 * context) last++;
+      const from = Math.max(0, changes[g] - context), to = Math.min(lines.length, changes[last] + context + 1);
+      const oldLen = oldBefore[to] - oldBefore[from], newLen = newBefore[to] - newBefore[from];
+      const oldStart = oldLen ? oldBefore[from] + 1 : oldBefore[from];
+      const newStart = newLen ? newBefore[from] + 1 : newBefore[from];
+      out.push(`@@ -${oldStart},${oldLen} +${newStart},${newLen} @@`);
+      for (let k = from; k < to; k++) out.push(lines[k][0] + lines[k][1]);
+      g = last + 1;
+    }
+    return out.length > 2 ? out.join("\n") + "\n" : "";
   }
 
   return { myers, lineRows, stats, wordRanges, unifiedText, splitLines };

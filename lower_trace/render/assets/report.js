@@ -30,7 +30,10 @@
   const statusOf = (step) => (isCodegen(step) ? "codegen" : step.status);
   const titleOf = (step) => (isCodegen(step) ? `${step.role} codegen · ${step.function}` : step.name);
   // The text a step is searched in: what the pass produced (or received, if it failed); a codegen's source.
-  const searchedText = (step) => snap(isCodegen(step) ? step.source : step.after || step.before);
+  const searchedText = (step) => {
+    const ir = snap(isCodegen(step) ? step.source : step.after || step.before);
+    return step.error ? `${ir}\n${step.error.type}: ${step.error.message}\n${step.error.traceback || ""}` : ir;
+  };
 
   // --- header -------------------------------------------------------------------
   function renderHeader() {
@@ -43,8 +46,10 @@
     appendText($("runinfo"), [`${kernels.length} kernel${kernels.length === 1 ? "" : "s"}`, run.run_id, when, versions].filter(Boolean).join(" · "));
     for (const note of run.notes || []) $("runinfo").appendChild(el("div", "note", note));
     $("hide-unchanged").checked = state.hideUnchanged;
-    $("mode").textContent = state.mode === "split" ? "side by side" : "unified";
+    $("mode").textContent = modeLabel();
   }
+
+  const modeLabel = () => (state.mode === "split" ? "diff: side by side" : "diff: unified");
 
   // --- kernel index -----------------------------------------------------------------
   function renderKernels() {
@@ -62,6 +67,7 @@
       counts.appendChild(el("span", "changed-count", `${kernel.changed} changed`));
       if (kernel.failed) counts.appendChild(el("span", "failed-count", `${kernel.failed} failed`));
       if (kernel.status === "running") counts.appendChild(el("span", "failed-count", "did not finish"));
+      else if (kernel.status === "failed" && !kernel.failed) counts.appendChild(el("span", "failed-count", "compile failed"));
       row.appendChild(counts);
       row.appendChild(el("span", "muted ms", `${Math.round(kernel.ms)} ms`));
       const hits = state.hits && state.hits.kernels.get(kernel.id);
@@ -72,12 +78,24 @@
   }
 
   // --- pass list ------------------------------------------------------------------------
+  // A compile that failed outside any pass (a compiler error, a backend error) gets a row of its own.
+  function compileFailure(kernel) {
+    if (kernel.status !== "failed" || !kernel.error || kernel.steps.some((s) => s.status === "failed")) return null;
+    return { kind: "error", seq: "error", status: "failed", name: "compile failed", error: kernel.error };
+  }
+
   function visibleSteps(kernel) {
-    return kernel.steps.filter((step) => {
+    const failure = compileFailure(kernel);
+    return (failure ? [failure] : []).concat(kernel.steps.filter((step) => {
       if (isCodegen(step) || step.status === "failed" || step.status === "incomplete") return true;
       if (state.phase && step.phase !== state.phase) return false;
       return !(state.hideUnchanged && step.status === "unchanged");
-    });
+    }));
+  }
+
+  function stepsOf(kernel) {
+    const failure = compileFailure(kernel);
+    return failure ? [failure, ...kernel.steps] : kernel.steps;
   }
 
   function renderPhases(kernel) {
@@ -107,17 +125,17 @@
       row.type = "button";
       row.dataset.seq = step.seq;
       row.appendChild(el("span", "dot"));
-      row.appendChild(el("span", "seq", step.seq));
+      row.appendChild(el("span", "seq", step.kind === "error" ? "!" : step.seq));
       const name = el("span", "name", isCodegen(step) ? `${step.role} codegen` : step.name);
+      row.title = isCodegen(step) ? step.function : step.name;
       name.style.paddingLeft = `${(step.depth || 0) * 14}px`;
       row.appendChild(name);
-      row.appendChild(el("span", "phase", isCodegen(step) ? step.language : step.phase));
-      if (step.edit_status && step.edit_status !== "SYNCED") row.appendChild(el("span", `edit-badge ${step.edit_status.toLowerCase()}`, step.edit_status));
-      if (step.status === "changed") {
-        const counts = LTDiff.stats(rowsOf(step));
-        row.appendChild(el("span", "add", `+${counts.added}`));
-        row.appendChild(el("span", "del", `−${counts.removed}`));
-      }
+      const phase = el("span", "phase", isCodegen(step) ? step.language : step.phase || "");
+      if (step.edit_status && step.edit_status !== "SYNCED") phase.appendChild(el("span", `edit-badge ${step.edit_status.toLowerCase()}`, step.edit_status));
+      row.appendChild(phase);
+      const counts = step.status === "changed" ? LTDiff.stats(rowsOf(step)) : null;
+      row.appendChild(el("span", "add", counts ? `+${counts.added}` : ""));
+      row.appendChild(el("span", "del", counts ? `−${counts.removed}` : ""));
       row.appendChild(el("span", "ms", msText(step)));
       const count = hits && hits.get(step.seq);
       if (count) row.appendChild(el("span", "badge", count));
@@ -128,7 +146,7 @@
 
   // --- selection and deep links --------------------------------------------------------------
   function defaultSeq(kernel) {
-    const pick = kernel.steps.find((s) => s.status === "failed") || kernel.steps.find((s) => s.status === "changed") || kernel.steps[0];
+    const pick = stepsOf(kernel).find((s) => s.status === "failed") || kernel.steps.find((s) => s.status === "changed") || kernel.steps[0];
     return pick ? pick.seq : null;
   }
 
@@ -139,15 +157,15 @@
     renderKernels();
     renderPhases(kernel);
     renderPasses();
-    selectStep(seq !== undefined && kernel.steps.some((s) => s.seq === seq) ? seq : defaultSeq(kernel));
+    selectStep(seq !== undefined && stepsOf(kernel).some((s) => s.seq === seq) ? seq : defaultSeq(kernel));
   }
 
   function selectStep(seq) {
     const kernel = kernelById.get(state.kernel);
-    const step = kernel && kernel.steps.find((s) => s.seq === seq);
+    const step = kernel && stepsOf(kernel).find((s) => s.seq === seq);
     state.seq = step ? step.seq : null;
     for (const row of $("passes").querySelectorAll(".step.active")) row.classList.remove("active");
-    const row = $("passes").querySelector(`.step[data-seq="${state.seq}"]`);
+    const row = [...$("passes").querySelectorAll(".step")].find((r) => r.dataset.seq === String(state.seq));
     if (row) {
       row.classList.add("active");
       row.scrollIntoView({ block: "nearest" });
@@ -160,11 +178,24 @@
   function fromHash() {
     const [kernelId, seqText] = decodeURIComponent(location.hash.slice(1)).split("/");
     if (!kernelById.has(kernelId)) return false;
-    selectKernel(kernelId, seqText === undefined || seqText === "" ? undefined : Number(seqText));
+    selectKernel(kernelId, seqText === undefined || seqText === "" ? undefined : seqText === "error" ? "error" : Number(seqText));
     return true;
   }
 
   // --- detail view ------------------------------------------------------------------------------
+  function errorBox(error) {
+    const box = el("section", "error");
+    box.appendChild(el("strong", "", `${error.type}: ${error.message}`));
+    if (error.traceback) {
+      const details = el("details", "traceback-box");
+      details.open = true;
+      details.appendChild(el("summary", "", "traceback"));
+      details.appendChild(el("pre", "traceback", error.traceback));
+      box.appendChild(details);
+    }
+    return box;
+  }
+
   function copyButton(label, text) {
     const button = el("button", "copy", label);
     button.type = "button";
@@ -213,6 +244,13 @@
       return;
     }
     const head = el("div", "detail-head");
+    if (step.kind === "error") {
+      head.appendChild(el("h2", "", `${kernel.name}: the compile failed`));
+      head.appendChild(el("div", "meta", "outside any traced pass (a compiler or backend error); the passes and codegen before it are listed below"));
+      main.appendChild(head);
+      main.appendChild(errorBox(step.error));
+      return;
+    }
     head.appendChild(el("h2", "", `#${step.seq} ${titleOf(step)}`));
     const meta = [kernel.name, statusOf(step)];
     if (!isCodegen(step)) meta.push(step.phase, step.caller ? `run by ${step.caller}` : "", step.depth ? `nested (depth ${step.depth}, in #${step.parent})` : "");
@@ -220,18 +258,7 @@
     meta.push(msText(step));
     head.appendChild(el("div", "meta", meta.filter(Boolean).join(" · ")));
     main.appendChild(head);
-    if (step.error) {
-      const box = el("section", "error");
-      box.appendChild(el("strong", "", `${step.error.type}: ${step.error.message}`));
-      if (step.error.traceback) {
-        const details = el("details", "traceback-box");
-        details.open = true;
-        details.appendChild(el("summary", "", "traceback"));
-        details.appendChild(el("pre", "traceback", step.error.traceback));
-        box.appendChild(details);
-      }
-      main.appendChild(box);
-    }
+    if (step.error) main.appendChild(errorBox(step.error));
     if (isCodegen(step)) {
       if (step.edit_status) main.appendChild(editNote(step));
       const panes = el("div", "panes");
@@ -241,10 +268,10 @@
       main.appendChild(panes);
       if (step.generated && step.edit_status === "PATCHED") {
         main.appendChild(el("h3", "", "your edit against the generated source"));
-        main.appendChild(diffView({ before: step.generated, after: step.source }));
+        main.appendChild(diffView({ before: step.generated, after: step.source }, { noFullIR: true, names: ["generated", step.edit_path] }));
       }
     } else if (step.status === "changed") {
-      main.appendChild(diffView(step));
+      main.appendChild(diffView(step, { names: [`before ${step.name}`, `after ${step.name}`] }));
     } else if (step.status === "unchanged") {
       main.appendChild(el("p", "hint", "This pass left the IR unchanged."));
       main.appendChild(irView(snap(step.before), "IR (before and after)"));
@@ -278,18 +305,18 @@
     return rowsCache.get(key);
   }
 
-  function diffView(step) {
+  function diffView(step, options = {}) {
     const rows = rowsOf(step);
     const box = el("section", "diff-box");
     const bar = el("div", "toolbar");
     const stats = LTDiff.stats(rows);
     bar.appendChild(el("span", "label", `+${stats.added} −${stats.removed} lines`));
-    bar.appendChild(copyButton("copy diff", () => LTDiff.unifiedText(rows)));
+    bar.appendChild(copyButton("copy diff", () => LTDiff.unifiedText(rows, options.names || ["before", "after"])));
     bar.appendChild(copyButton("copy before", snap(step.before)));
     bar.appendChild(copyButton("copy after", snap(step.after)));
-    const full = el("button", "", "full IR");
+    const full = el("button", "", "show full IR");
     full.type = "button";
-    bar.appendChild(full);
+    if (!options.noFullIR) bar.appendChild(full);
     box.appendChild(bar);
     const table = el("table", `diff ${state.mode}`);
     const cols = el("colgroup");
@@ -300,11 +327,16 @@
     box.appendChild(table);
     full.addEventListener("click", () => {
       const shown = box.querySelector(".panes");
-      if (shown) { shown.remove(); return; }
+      if (shown) {
+        shown.remove();
+        full.textContent = "show full IR";
+        return;
+      }
       const panes = el("div", "panes");
       panes.appendChild(irView(snap(step.before), "IR before"));
       panes.appendChild(irView(snap(step.after), "IR after"));
-      box.appendChild(panes);
+      box.insertBefore(panes, table); // right under the toolbar, in view
+      full.textContent = "hide full IR";
     });
     return box;
   }
@@ -389,10 +421,9 @@
       let passes = 0, total = 0;
       for (const kernel of kernels) {
         const stepHits = new Map();
-        for (const step of kernel.steps) {
-          const digest = isCodegen(step) ? step.source : step.after || step.before;
-          if (!perDigest.has(digest)) perDigest.set(digest, countMatches(state.regex, snap(digest)));
-          const count = perDigest.get(digest);
+        for (const step of stepsOf(kernel)) {
+          const key = step.error ? null : isCodegen(step) ? step.source : step.after || step.before;
+          const count = key === null ? countMatches(state.regex, searchedText(step)) : perDigest.has(key) ? perDigest.get(key) : perDigest.set(key, countMatches(state.regex, snap(key))).get(key);
           if (count) { stepHits.set(step.seq, count); total += count; }
         }
         if (stepHits.size) { hits.kernels.set(kernel.id, stepHits.size); passes += stepHits.size; }
@@ -400,7 +431,7 @@
       }
       state.hits = hits;
       status.dataset.passes = passes;
-      status.textContent = `${passes} pass${passes === 1 ? "" : "es"} match in ${hits.kernels.size} kernel${hits.kernels.size === 1 ? "" : "s"} (${total} hits)`;
+      status.textContent = `${plural(passes, "pass", "passes")} match${passes === 1 ? "es" : ""} in ${plural(hits.kernels.size, "kernel")} (${plural(total, "hit")})`;
     }
     renderKernels();
     renderPasses();
@@ -437,12 +468,14 @@
       if (event.key === "Escape") event.target.blur();
     });
     $("hide-unchanged").addEventListener("change", (event) => {
+      event.target.blur();
       state.hideUnchanged = event.target.checked;
       localStorage.setItem("lt-hide-unchanged", state.hideUnchanged ? "1" : "0");
       renderPasses();
       selectStep(state.seq);
     });
     $("phase").addEventListener("change", (event) => {
+      event.target.blur(); // hand the keys back to the pass list
       state.phase = event.target.value;
       renderPasses();
       selectStep(state.seq);
@@ -450,7 +483,7 @@
     $("mode").addEventListener("click", () => {
       state.mode = state.mode === "split" ? "unified" : "split";
       localStorage.setItem("lt-mode", state.mode);
-      $("mode").textContent = state.mode === "split" ? "side by side" : "unified";
+      $("mode").textContent = modeLabel();
       selectStep(state.seq);
     });
     $("theme").addEventListener("click", () => {
@@ -460,7 +493,8 @@
       setTheme(dark ? "light" : "dark");
     });
     document.addEventListener("keydown", (event) => {
-      const typing = /^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement && document.activeElement.tagName);
+      const active = document.activeElement;
+      const typing = active && (active.id === "search" || active.tagName === "TEXTAREA");
       if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
       if (event.key === "j") move(1, false);
       else if (event.key === "k") move(-1, false);
@@ -479,7 +513,7 @@
     renderDetail(null, null);
   } else if (!fromHash()) {
     // A failed compile opens on its failure; otherwise the first kernel's first change.
-    const failing = kernels.find((k) => k.steps.some((s) => s.status === "failed")) || kernels.find((k) => k.status === "failed");
+    const failing = kernels.find((k) => stepsOf(k).some((s) => s.status === "failed"));
     selectKernel((failing || kernels[0]).id);
   }
   document.body.dataset.ready = "1";

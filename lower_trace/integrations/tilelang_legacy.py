@@ -1,0 +1,192 @@
+"""TileLang releases without ``tilelang.instrumentation`` (0.1.9 to 0.1.14): the seed's hook points.
+
+- **Compile sessions**: TileLang's one entry, ``tilelang.engine.lower.lower`` (what
+  ``tilelang.lower``, ``tilelang.compile`` and ``@jit`` run), wrapped wherever
+  TileLang's modules hold it. Each outermost call is one traced compile.
+- **Passes**: our PassTracker joins the instruments of the PassContext current
+  while ``lower`` runs (the one the JIT builds, or the default), so passes run
+  inside C++ ``Sequential``s are seen too — patching ``Pass.__call__`` would
+  miss them, and alongside the instrument it would count every pass twice.
+- **Phases**: ``PassPipeline.lower`` (0.1.13: ``pipeline_<name>``) or the phase
+  functions ``LowerAndLegalize`` / ``OptimizeForTarget`` (0.1.9).
+- **Codegen**: the ``target.build.tilelang_*`` global functions, re-registered
+  with a wrapper (names differ by version: ``tilelang_cpp`` up to 0.1.9).
+
+``uninstall()`` puts back every original object exactly.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextvars import ContextVar
+from typing import Any
+
+import tvm
+import tvm_ffi
+
+from ..capture.naming import call_sites
+from ..capture.session import CompileSession
+from .tilelang_common import PHASE_OF_FUNCTION, bypass_kernel_cache, keep_builtin_tracer_off, restore_kernel_cache, versions
+from .tvm_ir import SKIP_DIRS, TVMIR, SourceHooks, TrackerInstrument
+
+_phase: ContextVar[str | None] = ContextVar("lower_trace_legacy_phase", default=None)
+_session: ContextVar[CompileSession | None] = ContextVar("lower_trace_legacy_session", default=None)
+# 0.1.9 filters host and device functions inside lower() itself.
+_PHASE_RULES = (*PHASE_OF_FUNCTION, ("lower", "host_device_split"))
+_PHASE_FUNCTIONS = ("LowerAndLegalize", "OptimizeForTarget")
+
+
+def supported() -> bool:
+    return "tilelang.engine.lower" in sys.modules and hasattr(sys.modules["tilelang.engine.lower"], "lower")
+
+
+class _Patches:
+    """Attribute replacements, remembered so each can be undone exactly."""
+
+    def __init__(self) -> None:
+        self._done: list[tuple[Any, str, Any]] = []
+
+    def replace(self, owner: Any, name: str, value: Any) -> None:
+        self._done.append((owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)))
+        setattr(owner, name, value)
+
+    def replace_everywhere(self, original: Any, value: Any) -> int:
+        """Replace every reference to `original` held by a tilelang module attribute."""
+        count = 0
+        for module_name, module in list(sys.modules.items()):
+            if module is None or not (module_name == "tilelang" or module_name.startswith("tilelang.")):
+                continue
+            for name, held in list(vars(module).items()):
+                if held is original:
+                    self.replace(module, name, value)
+                    count += 1
+        return count
+
+    def undo(self) -> None:
+        while self._done:
+            owner, name, original = self._done.pop()
+            setattr(owner, name, original)
+
+
+class LegacyTileLangIntegration:
+    def __init__(self, get_run: Any) -> None:
+        self._get_run = get_run
+        self._ir = TVMIR(_phase.get, _PHASE_RULES)
+        self._patches = _Patches()
+        self._codegen: list[tuple[str, Any]] = []
+        self._hooks = SourceHooks()
+        self._cache_was_enabled = False
+
+    def install(self) -> None:
+        run = self._get_run()
+        run.info.versions.update(versions())
+        keep_builtin_tracer_off(run)
+        lower_module = sys.modules["tilelang.engine.lower"]
+        original_lower = lower_module.lower
+        self._patches.replace_everywhere(original_lower, self._traced_lower(original_lower))
+        self._patch_phases()
+        self._wrap_codegen()
+        self._hooks.install()
+        self._cache_was_enabled = bypass_kernel_cache(run)
+
+    def uninstall(self) -> None:
+        self._patches.undo()
+        for name, original in reversed(self._codegen):
+            tvm_ffi.register_global_func(name, original, override=True)
+        self._codegen = []
+        self._hooks.uninstall()
+        restore_kernel_cache(self._cache_was_enabled)
+        self._cache_was_enabled = False
+
+    # --- compile sessions ------------------------------------------------------------
+
+    def _traced_lower(self, original: Any) -> Any:
+        def lower(*args: Any, **kwargs: Any) -> Any:
+            run = self._get_run()
+            if run is None or _session.get() is not None:
+                return original(*args, **kwargs)  # tracing off, or a nested call of the same compile
+            try:
+                session = CompileSession(run, self._ir, entry="lower")
+                context = tvm.transform.PassContext.current()
+                previous = list(context.instruments)
+                context.override_instruments([*previous, TrackerInstrument(session)])
+            except Exception as exc:
+                run.tracer_fault(exc)
+                return original(*args, **kwargs)
+            token = _session.set(session)
+            error: BaseException | None = None
+            try:
+                return original(*args, **kwargs)
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
+                _session.reset(token)
+                try:
+                    context.override_instruments(previous)  # closes our tracker: failed passes are known now
+                    session.finish(error)
+                except Exception as exc:
+                    run.tracer_fault(exc)
+
+        lower.__wrapped__ = original  # type: ignore[attr-defined]
+        return lower
+
+    # --- phases ----------------------------------------------------------------------
+
+    def _patch_phases(self) -> None:
+        pipeline_module = sys.modules.get("tilelang.backend.pass_pipeline.pipeline")
+        pipeline_class = getattr(pipeline_module, "PassPipeline", None)
+        if pipeline_class is not None and "lower" in pipeline_class.__dict__:
+            self._patches.replace(pipeline_class, "lower", _pipeline_in_phase(pipeline_class.__dict__["lower"]))
+        phase_module = sys.modules.get("tilelang.engine.phase")
+        for name in _PHASE_FUNCTIONS:
+            function = getattr(phase_module, name, None)
+            if function is not None:
+                self._patches.replace_everywhere(function, _in_phase(name, function))
+
+    # --- codegen ---------------------------------------------------------------------
+
+    def _wrap_codegen(self) -> None:
+        for name in tvm_ffi.registry.list_global_func_names():
+            if not name.startswith("target.build.tilelang_"):
+                continue
+            original = tvm_ffi.get_global_func(name)
+            tvm_ffi.register_global_func(name, _traced_codegen(name, original), override=True)
+            self._codegen.append((name, original))
+
+
+def _pipeline_in_phase(original: Any) -> Any:
+    def lower(pipeline: Any, mod: Any, target: Any) -> Any:
+        token = _phase.set(f"pipeline_{pipeline.name}")
+        try:
+            return original(pipeline, mod, target)
+        finally:
+            _phase.reset(token)
+
+    lower.__wrapped__ = original  # type: ignore[attr-defined]
+    return lower
+
+
+def _in_phase(phase: str, original: Any) -> Any:
+    def run_phase(*args: Any, **kwargs: Any) -> Any:
+        token = _phase.set(phase)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _phase.reset(token)
+
+    run_phase.__wrapped__ = original  # type: ignore[attr-defined]
+    return run_phase
+
+
+def _traced_codegen(name: str, original: Any) -> Any:
+    def build(mod: Any, target: Any) -> Any:
+        session = _session.get()
+        if session is None:
+            return original(mod, target)
+        # 0.1.9 builds host C with target.build.tilelang_c: the caller tells host from device.
+        sites, _ = call_sites(SKIP_DIRS, limit=4)
+        role = "host" if any(site.function.endswith("host_codegen") for site in sites) else None
+        return session.codegen(name, mod, target, lambda: original(mod, target), role=role)
+
+    return build

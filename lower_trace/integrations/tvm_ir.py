@@ -1,0 +1,249 @@
+"""The TVM side every integration shares: printing, identity and rebuilding of IR
+modules, names and signatures, codegen descriptions, and TileLang's source hooks.
+
+An :class:`TVMIR` is the ``IRAdapter`` capture needs (capture/session.py). Each
+integration gives it a *phase provider*: where the compiler itself names the
+phase (TileLang 0.1.15's pipeline scopes, the legacy adapter's patched phase
+functions); passes outside any named phase are placed by the Python function
+that ran them (``phase_rules``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import tvm
+import tvm_ffi
+
+import lower_trace
+
+from ..capture.naming import call_sites, factory_name
+from ..capture.session import current_codegen
+from ..capture.tracker import PassTracker
+
+_LANGUAGE_OF_CODEGEN = (
+    ("cutedsl", "python"),
+    ("cuda", "cuda"),
+    ("hip", "hip"),
+    ("metal", "metal"),
+    ("webgpu", "wgsl"),
+    ("ascend", "ascendc"),
+    ("llvm", "llvm"),
+    ("tilelang_cpp", "c"),
+    ("tilelang_c", "c"),
+    ("build.c", "c"),
+)
+SKIP_DIRS = tuple(os.path.dirname(os.path.abspath(module.__file__)) for module in (tvm, tvm_ffi, lower_trace))
+_PASS_CALL = tvm.ir.transform.Pass.__call__.__code__
+TrackerInstrument = tvm.ir.instrument.pass_instrument(PassTracker)
+# The FFI constructor takes attrs as the DictAttrs object itself (IRModule() would re-wrap them).
+_make_module = tvm.ir.module._ffi_api.IRModule
+_make_source_module = tvm_ffi.get_global_func("runtime.CSourceModuleCreate", allow_missing=True)
+
+PhaseRules = Sequence[tuple[str, str]]
+
+
+def tvm_version() -> str:
+    return str(getattr(tvm, "__version__", ""))
+
+
+class TVMIR:
+    """The IRAdapter that capture uses: printing, identity, names, context."""
+
+    def __init__(self, phase_provider: Callable[[], str | None] = lambda: None, phase_rules: PhaseRules = ()) -> None:
+        self.phase_provider = phase_provider
+        self.phase_rules = phase_rules
+
+    def print_ir(self, mod: Any) -> str:
+        return mod.script()
+
+    def identity(self, mod: Any) -> tuple[Any, ...]:
+        """The module's parts, held by reference: passes may update an IRModule in
+        place (SplitHostDevice does), but never the functions and attrs it holds
+        while we keep a reference to them (TVM copies on write when shared)."""
+        parts = sorted(((gv.name_hint, gv, func) for gv, func in mod.functions.items()), key=lambda item: item[0])
+        return (mod.attrs, mod.global_infos, tuple(parts))
+
+    def rebuild(self, identity: tuple[Any, ...]) -> Any:
+        """A module with exactly the captured content (prints the same as the original did)."""
+        attrs, infos, parts = identity
+        return _make_module({gv: func for _, gv, func in parts}, attrs, infos)
+
+    def same(self, a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+        return self._compare(a, b, _same_object)
+
+    def equivalent(self, a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+        """Structural equality: about ten times cheaper than printing both modules."""
+        try:
+            return self._compare(a, b, tvm.ir.structural_equal)
+        except Exception:
+            return False
+
+    @staticmethod
+    def _compare(a: tuple[Any, ...], b: tuple[Any, ...], equal: Any) -> bool:
+        (attrs_a, infos_a, funcs_a), (attrs_b, infos_b, funcs_b) = a, b
+        if len(funcs_a) != len(funcs_b):
+            return False
+
+        def same_part(x: Any, y: Any) -> bool:
+            if x is None or y is None:
+                return x is y
+            return _same_object(x, y) or bool(equal(x, y))
+
+        return (
+            same_part(attrs_a, attrs_b)
+            and same_part(infos_a, infos_b)
+            and all(name_a == name_b and same_part(fa, fb) for (name_a, _, fa), (name_b, _, fb) in zip(funcs_a, funcs_b))
+        )
+
+    def kernel_name(self, mod: Any) -> str:
+        try:
+            names = sorted(gv.name_hint for gv in mod.get_global_vars())
+        except Exception:
+            return "kernel"
+        return "+".join(names) if names else "kernel"
+
+    def compile_context(self) -> dict[str, Any]:
+        context: dict[str, Any] = {}
+        target = tvm.target.Target.current(allow_none=True)
+        if target is not None:
+            context["target"] = str(target.kind.name) + (f" -arch={target.attrs['arch']}" if "arch" in target.attrs else "")
+        try:
+            config = tvm.transform.PassContext.current().config
+            context["pass_configs"] = {str(key): str(value) for key, value in config.items()}
+        except Exception:
+            context["pass_configs"] = {}
+        return context
+
+    def pass_origin(self, name: str, depth: int, parent_phase: str) -> tuple[str, str, str]:
+        """(phase, caller function, better name for an anonymous pass)."""
+        phase = self.phase_provider() or ""
+        if phase and name != "pass_fn":
+            sites, _ = call_sites(SKIP_DIRS, limit=1)  # just the caller: a short walk
+            return phase, sites[0].function if sites else "", ""
+        sites, pass_calls = call_sites(SKIP_DIRS, marker=_PASS_CALL)
+        caller = sites[0].function if sites else ""
+        if not phase:
+            phase = _infer_phase(sites, self.phase_rules) or parent_phase or (f"python:{caller}" if caller else "python")
+        better = ""
+        # Name `pass_fn` after the factory on the calling line, but only when Python
+        # called this pass itself (one Pass.__call__ frame per nesting level).
+        if name == "pass_fn" and sites and pass_calls == depth + 1:
+            better = factory_name(sites[0]) or ""
+        return phase, caller, better
+
+    def module_source(self, runtime_mod: Any) -> str:
+        for getter in ("inspect_source", "get_source"):
+            method = getattr(runtime_mod, getter, None)
+            if method is None:
+                continue
+            try:
+                text = method()
+            except Exception:
+                continue
+            if text:
+                return str(text)
+        return ""
+
+    def kernel_signature(self, mod: Any) -> str:
+        """Names, shapes and dtypes of the kernel's buffers: which of same-named kernels this is."""
+        parts = []
+        for gv, func in sorted(mod.functions.items(), key=lambda item: item[0].name_hint):
+            buffers = getattr(func, "buffer_map", None) or {}
+            params = [f"{b.name}:{list(b.shape)}:{b.dtype}" for b in buffers.values()]
+            parts.append(f"{gv.name_hint}({', '.join(params)})")
+        return "; ".join(parts)
+
+    def source_module(self, text: str, language: str) -> Any:
+        """A source-only runtime module holding text, for backends that compile kernel_source."""
+        if _make_source_module is None:
+            raise RuntimeError("this TVM cannot make a C source module")
+        return _make_source_module(text, language, [], [])
+
+    def codegen_info(self, function: str, target: Any) -> tuple[str, str, str]:
+        role = "host" if function.endswith("_host") or function == "target.build.llvm" else "device"
+        language = next((lang for key, lang in _LANGUAGE_OF_CODEGEN if key in function), "")
+        try:
+            kind = str(target.kind.name)
+            arch = target.attrs["arch"] if "arch" in target.attrs else ""
+            text = kind + (f" -arch={arch}" if arch else "")
+        except Exception:
+            text = str(target)
+        return role, language or text.split()[0], text
+
+
+def _same_object(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a is b or a.same_as(b)
+
+
+def _infer_phase(sites: list[Any]) -> str:
+    for site in sites:
+        short = site.function.rsplit(".", 1)[-1]
+        for function, phase in _PHASE_OF_FUNCTION:
+            if short == function:
+                return phase
+    return ""
+
+
+
+
+def _same_object(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a is b or a.same_as(b)
+
+
+def _infer_phase(sites: list[Any], rules: PhaseRules) -> str:
+    for site in sites:
+        short = site.function.rsplit(".", 1)[-1]
+        for function, phase in rules:
+            if short == function:
+                return phase
+    return ""
+
+
+# TileLang's source post-processing hooks: (global function, language). They run on the
+# generated code before any compiler sees it, in every backend (0.1.9 and later).
+POSTPROC_HOOKS = (
+    ("tilelang_callback_cuda_postproc", "cuda"),
+    ("tilelang_callback_hip_postproc", "hip"),
+    ("tilelang_callback_c_host_postproc", "c"),
+)
+
+
+class SourceHooks:
+    """Our edit step chained after whatever post-processing callback was registered; undone exactly."""
+
+    def __init__(self) -> None:
+        self._replaced: list[tuple[str, Any]] = []
+
+    def install(self) -> None:
+        for name, language in POSTPROC_HOOKS:
+            previous = tvm_ffi.get_global_func(name, allow_missing=True)
+            tvm_ffi.register_global_func(name, _edit_hook(previous, language), override=True)
+            self._replaced.append((name, previous))
+
+    def uninstall(self) -> None:
+        for name, previous in reversed(self._replaced):
+            if previous is None:
+                tvm_ffi.remove_global_func(name)
+            else:
+                tvm_ffi.register_global_func(name, previous, override=True)
+        self._replaced = []
+
+
+def _edit_hook(previous: Any, language: str) -> Any:
+    def postproc(code: Any, target: Any) -> str:
+        code = str(previous(code, target)) if previous is not None else str(code)
+        active = current_codegen.get()
+        if active is None or active.language != language:
+            return code  # not a traced compile (or another language's hook)
+        return active.session.edit_source(active, code)
+
+    return postproc
+
+

@@ -1,0 +1,161 @@
+"""TileLang releases without tilelang.instrumentation (0.1.13, 0.1.9): the legacy adapter.
+
+Runs in the venvs scripts/test.sh makes for those versions; skipped elsewhere.
+"""
+
+import os
+import sys
+
+import pytest
+
+tilelang = pytest.importorskip("tilelang")
+try:
+    import tilelang.instrumentation  # noqa: F401
+
+    pytest.skip("this TileLang has the instrumentation API (tested by the other modules)", allow_module_level=True)
+except ImportError:
+    pass
+
+import tvm_ffi  # noqa: E402
+from tilelang import tvm  # noqa: E402
+
+import kernels  # noqa: E402
+import lower_trace  # noqa: E402
+from lower_trace.model import KernelStatus, PassStatus  # noqa: E402
+
+CUDA = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+KNOWN_PHASES = {
+    "semantic_check", "pipeline_cuda", "pipeline_c", "LowerAndLegalize", "OptimizeForTarget",
+    "host_device_split", "device_codegen_prep", "host_codegen_prep",
+}
+
+
+def lower_cuda(func, **kwargs):
+    with CUDA:
+        return tilelang.lower(func, target=CUDA, **kwargs)
+
+
+def hook_points():
+    """Every object the adapter replaces, as TileLang holds it."""
+    lower_module = sys.modules["tilelang.engine.lower"]
+    points = {
+        "tilelang.lower": tilelang.lower,
+        "tilelang.engine.lower.lower": lower_module.lower,
+    }
+    pipeline = sys.modules.get("tilelang.backend.pass_pipeline.pipeline")
+    if pipeline is not None:
+        points["PassPipeline.lower"] = pipeline.PassPipeline.__dict__["lower"]
+    phase = sys.modules.get("tilelang.engine.phase")
+    for name in ("LowerAndLegalize", "OptimizeForTarget"):
+        if phase is not None and hasattr(phase, name):
+            points[f"phase.{name}"] = getattr(phase, name)
+            points[f"lower.{name}"] = getattr(lower_module, name)
+    return points
+
+
+def codegen_functions():
+    return {n: tvm_ffi.get_global_func(n) for n in tvm_ffi.registry.list_global_func_names() if n.startswith("target.build.tilelang_")}
+
+
+def test_gemm_every_pass_nested_phases_codegen(tmp_path):
+    with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+        artifact = lower_cuda(kernels.gemm())
+    trace = lower_trace.load_trace(run.run_dir)
+    (kernel,) = trace.kernels
+    assert kernel.name == "gemm" and kernel.status is KernelStatus.OK
+    assert trace.run.versions["tilelang"] == tilelang.__version__
+    # A PassInstrument sees 76-77 passes here; patching Pass.__call__ alone would see fewer.
+    assert len(kernel.passes) >= 70
+    nested = [p for p in kernel.passes if p.depth > 0]
+    assert nested and all(kernel.passes[[q.seq for q in kernel.passes].index(p.parent)].depth == p.depth - 1 for p in nested)
+    assert {p.phase for p in kernel.passes} <= KNOWN_PHASES
+    assert "pass_fn" not in {p.name for p in kernel.passes}
+    (codegen,) = kernel.codegen
+    assert codegen.role == "device" and codegen.language == "cuda"
+    assert trace.snapshot(codegen.source) == artifact.kernel_source
+    for record in kernel.passes:
+        assert (record.status is PassStatus.CHANGED) == (trace.snapshot(record.before) != trace.snapshot(record.after))
+
+
+def test_disable_restores_every_original_exactly(tmp_path):
+    before, functions = hook_points(), codegen_functions()
+    lower_trace.enable(mode="html", trace_dir=tmp_path)
+    during = hook_points()
+    assert all(during[name] is not before[name] for name in before), "every hook point is wrapped while tracing"
+    lower_trace.disable()
+    after = hook_points()
+    assert all(after[name] is before[name] for name in before)
+    restored = codegen_functions()
+    assert restored.keys() == functions.keys()
+    assert all(restored[name].same_as(functions[name]) for name in functions)
+
+
+def nested_parallel(M=64, N=64):
+    import tilelang.language as T
+
+    @T.prim_func
+    def nested_parallel(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            for i in T.Parallel(M):
+                B[i, 0] = A[i, 0]
+                for j in T.Parallel(N):
+                    B[i, j] = A[i, j]
+
+    return nested_parallel
+
+
+def test_a_failing_pass_is_recorded_and_reaches_the_caller(tmp_path):
+    with pytest.raises(Exception) as untraced:
+        lower_cuda(nested_parallel())
+    with pytest.raises(Exception) as traced:
+        with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+            lower_cuda(nested_parallel())
+    assert type(traced.value) is type(untraced.value) and str(traced.value) == str(untraced.value)
+    (kernel,) = lower_trace.load_trace(run.run_dir).kernels
+    assert kernel.status is KernelStatus.FAILED
+    (failed,) = [p for p in kernel.passes if p.status is PassStatus.FAILED]
+    assert "Nested parallel" in failed.error.message and failed.before
+
+
+def test_c_kernel_runs_traced_and_an_edit_takes_effect(run_python, tmp_path):
+    script = """
+import tilelang, torch, kernels
+k = tilelang.compile(kernels.vector_add_c(), target="c", execution_backend="cython")
+a = torch.arange(64, dtype=torch.float32); c = torch.empty(64)
+k(a, torch.ones(64), c)
+print("RESULT", c[:4].tolist())
+"""
+    first = run_python(script, env={"TL_LOWER_TRACE": "html"})
+    assert "RESULT [1.0, 2.0, 3.0, 4.0]" in first.stdout and "report: file://" in first.stderr
+    assert "TileLang's built-in lower_trace is off" in first.stderr or not hasattr(tilelang, "tools")
+    working = tmp_path / "tmp" / "lower_trace_dir" / "user_kernel" / "edits" / "vector_add.c"
+    text = working.read_text()
+    assert "(A[i] + B[i])" in text
+    working.write_text(text.replace("(A[i] + B[i])", "(A[i] - B[i])"))
+    patched = run_python(script, env={"TL_LOWER_TRACE": "html"})
+    assert "RESULT [-1.0, 0.0, 1.0, 2.0]" in patched.stdout and "PATCHED" in patched.stderr
+    untraced = run_python(script)
+    assert "RESULT [1.0, 2.0, 3.0, 4.0]" in untraced.stdout
+    trace = lower_trace.load_trace(str(tmp_path / "tmp" / "lower_trace_dir"))
+    (kernel,) = trace.kernels
+    assert kernel.codegen[0].edit_status == "PATCHED" and kernel.codegen[0].language == "c"
+    assert len(kernel.passes) > 40
+
+
+def test_lower_trace_run_and_terminal_mode(tmp_path):
+    import subprocess
+
+    from conftest import lower_trace_cli
+
+    script = tmp_path / "kern.py"
+    script.write_text(
+        "import tilelang, kernels\nfrom tilelang import tvm\n"
+        "t = tvm.target.Target({'kind': 'cuda', 'arch': 'sm_90a'})\n"
+        "with t:\n    tilelang.lower(kernels.elementwise_add(), target=t)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
+    env.update(PYTHONPATH=os.path.dirname(os.path.abspath(__file__)), NO_COLOR="1")
+    proc = subprocess.run([lower_trace_cli(), "run", "--mode", "terminal", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "== lower-trace: kernel k1 elementwise_add" in proc.stderr and "changed  +" in proc.stderr
+    assert not (tmp_path / "tmp").exists()
