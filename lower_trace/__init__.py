@@ -12,7 +12,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .api import current_run, disable, enable, reset, trace
+from .api import current_run, disable, enable, instrument, reset, trace
 from .store import load_trace
 
-__all__ = ["__version__", "current_run", "disable", "enable", "load_trace", "reset", "trace"]
+__all__ = ["__version__", "current_run", "disable", "enable", "instrument", "load_trace", "reset", "trace"]

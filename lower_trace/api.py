@@ -95,6 +95,21 @@ def trace(mode: str = "html", trace_dir: str | os.PathLike | None = None) -> Ite
             _start(previous)
 
 
+def instrument(mode: str = "html", trace_dir: str | os.PathLike | None = None) -> object:
+    """A TVM PassInstrument any PassContext can carry: one traced compile per PassContext.
+
+        with tvm.transform.PassContext(instruments=[lower_trace.instrument()]):
+            tvm.compile(mod, target="llvm")
+
+    Switches tracing on (as enable() does) if it is off.
+    """
+    if _run is None:
+        enable(mode, trace_dir)
+    from .integrations.tvm import session_instrument
+
+    return session_instrument(current_run)
+
+
 def _at_exit() -> None:
     run = _run
     if run is not None:

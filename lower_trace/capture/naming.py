@@ -16,6 +16,7 @@ from typing import Any
 from dataclasses import dataclass
 
 _FACTORY_CALL = re.compile(r"([A-Za-z_]\w*)\s*\([^()]*\)\s*\(")
+_CALLED = re.compile(r"=\s*([A-Za-z_][\w.]*)\s*\(\s*\w+\s*\)\s*$")
 _MAX_FRAMES = 24
 
 
@@ -55,6 +56,11 @@ def call_sites(skip_dirs: Sequence[str], marker: Any = None, limit: int = 8) -> 
 
 
 def factory_name(site: CallSite) -> str | None:
-    """For ``Factory()(mod)`` on the caller's line, the name ``Factory``."""
-    matches = _FACTORY_CALL.findall(site.source_line())
-    return matches[-1] if matches else None
+    """For ``Factory()(mod)`` on the caller's line, the name ``Factory``; for
+    ``mod = pipeline(mod)``, the name ``pipeline``."""
+    line = site.source_line()
+    matches = _FACTORY_CALL.findall(line)
+    if matches:
+        return matches[-1]
+    called = _CALLED.search(line)
+    return called.group(1).rsplit(".", 1)[-1] if called else None

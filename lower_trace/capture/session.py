@@ -80,8 +80,9 @@ def error_info(error: BaseException, with_traceback: bool = True) -> ErrorInfo:
 
 
 class CompileSession:
-    def __init__(self, run: Any, ir: IRAdapter, entry: str = "") -> None:
+    def __init__(self, run: Any, ir: IRAdapter, entry: str = "", edits: bool = True) -> None:
         self.run = run
+        self.edits_enabled = edits  # working copies for this compile's generated source
         self.ir = ir
         self.worker = run.worker
         self.entry = entry
@@ -248,7 +249,7 @@ class CompileSession:
         step = dict(seq=seq, role=role, function=function, target=target_text, language=language, ms=ms)
         try:
             source = self.ir.module_source(result)
-            if active.edit is None and language == "c" and self.run.edits is not None and source:
+            if active.edit is None and language == "c" and self.edits_enabled and self.run.edits is not None and source:
                 text = self.edit_source(active, source)
                 if text != source:
                     result = self.ir.source_module(text, language)
@@ -262,7 +263,7 @@ class CompileSession:
     def edit_source(self, active: ActiveCodegen, generated: str) -> str:
         """The source to compile instead of `generated`: the user's edit when PATCHED."""
         edits = self.run.edits
-        if edits is None or not self.kernel_name:
+        if edits is None or not self.kernel_name or not self.edits_enabled:
             return generated
         try:
             outcome = edits.resolve(self.kernel_name, self.signature, active.role, active.language, generated)

@@ -21,6 +21,27 @@ def attach(get_run: Callable[[], Any]) -> None:
     if "tilelang" not in sys.modules:
         post_import.while_importing("tilelang", _builtin_tracer_stays_off)
     post_import.when_imported("tilelang", lambda module: _attach_tilelang(get_run))
+    post_import.when_imported("tvm", lambda module: _attach_tvm(get_run, module))
+
+
+def _attach_tvm(get_run: Callable[[], Any], module: Any) -> None:
+    """Plain Apache TVM only: TileLang's bundled TVM is traced through TileLang."""
+    run = get_run()
+    if run is None or "tilelang" in sys.modules or "tilelang" in str(getattr(module, "__file__", "")):
+        return
+    if not hasattr(module, "compile"):
+        version = getattr(module, "__version__", "?")
+        run.note(f"TVM {version} is not supported; lower-trace supports {SUPPORTED}. Your program runs on untraced", once="unsupported")
+        return
+    try:
+        from .tvm import TVMIntegration
+
+        integration = TVMIntegration(get_run)
+        integration.install()
+    except Exception as exc:
+        run.tracer_fault(exc)
+        return
+    _installed.append(integration)
 
 
 def _builtin_tracer_stays_off() -> Callable[[], None]:
@@ -86,6 +107,7 @@ def keep_builtin_off() -> None:
 
 def detach() -> None:
     post_import.cancel("tilelang")
+    post_import.cancel("tvm")
     while _installed:
         integration = _installed.pop()
         try:

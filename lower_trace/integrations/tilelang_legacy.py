@@ -27,6 +27,7 @@ import tvm_ffi
 from ..capture.naming import call_sites
 from ..capture.session import CompileSession
 from .tilelang_common import PHASE_OF_FUNCTION, bypass_kernel_cache, keep_builtin_tracer_off, restore_kernel_cache, versions
+from .patching import Patches
 from .tvm_ir import SKIP_DIRS, TVMIR, SourceHooks, TrackerInstrument
 
 _phase: ContextVar[str | None] = ContextVar("lower_trace_legacy_phase", default=None)
@@ -40,39 +41,11 @@ def supported() -> bool:
     return "tilelang.engine.lower" in sys.modules and hasattr(sys.modules["tilelang.engine.lower"], "lower")
 
 
-class _Patches:
-    """Attribute replacements, remembered so each can be undone exactly."""
-
-    def __init__(self) -> None:
-        self._done: list[tuple[Any, str, Any]] = []
-
-    def replace(self, owner: Any, name: str, value: Any) -> None:
-        self._done.append((owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)))
-        setattr(owner, name, value)
-
-    def replace_everywhere(self, original: Any, value: Any) -> int:
-        """Replace every reference to `original` held by a tilelang module attribute."""
-        count = 0
-        for module_name, module in list(sys.modules.items()):
-            if module is None or not (module_name == "tilelang" or module_name.startswith("tilelang.")):
-                continue
-            for name, held in list(vars(module).items()):
-                if held is original:
-                    self.replace(module, name, value)
-                    count += 1
-        return count
-
-    def undo(self) -> None:
-        while self._done:
-            owner, name, original = self._done.pop()
-            setattr(owner, name, original)
-
-
 class LegacyTileLangIntegration:
     def __init__(self, get_run: Any) -> None:
         self._get_run = get_run
         self._ir = TVMIR(_phase.get, _PHASE_RULES)
-        self._patches = _Patches()
+        self._patches = Patches()
         self._codegen: list[tuple[str, Any]] = []
         self._hooks = SourceHooks()
         self._cache_was_enabled = False

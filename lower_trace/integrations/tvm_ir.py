@@ -43,6 +43,8 @@ _make_module = tvm.ir.module._ffi_api.IRModule
 _make_source_module = tvm_ffi.get_global_func("runtime.CSourceModuleCreate", allow_missing=True)
 
 PhaseRules = Sequence[tuple[str, str]]
+# Names TVM gives passes built from plain functions or lists.
+ANONYMOUS_PASSES = ("sequential", "_pipeline")
 
 
 def tvm_version() -> str:
@@ -52,9 +54,17 @@ def tvm_version() -> str:
 class TVMIR:
     """The IRAdapter that capture uses: printing, identity, names, context."""
 
-    def __init__(self, phase_provider: Callable[[], str | None] = lambda: None, phase_rules: PhaseRules = ()) -> None:
+    def __init__(
+        self,
+        phase_provider: Callable[[], str | None] = lambda: None,
+        phase_rules: PhaseRules = (),
+        skip_dirs: Sequence[str] = SKIP_DIRS,
+        phase_of_sites: Callable[[list[Any]], str] | None = None,
+    ) -> None:
         self.phase_provider = phase_provider
         self.phase_rules = phase_rules
+        self.skip_dirs = tuple(skip_dirs)
+        self.phase_of_sites = phase_of_sites or (lambda sites: _infer_phase(sites, self.phase_rules))
 
     def print_ir(self, mod: Any) -> str:
         return mod.script()
@@ -121,16 +131,16 @@ class TVMIR:
         """(phase, caller function, better name for an anonymous pass)."""
         phase = self.phase_provider() or ""
         if phase and name != "pass_fn":
-            sites, _ = call_sites(SKIP_DIRS, limit=1)  # just the caller: a short walk
+            sites, _ = call_sites(self.skip_dirs, limit=1)  # just the caller: a short walk
             return phase, sites[0].function if sites else "", ""
-        sites, pass_calls = call_sites(SKIP_DIRS, marker=_PASS_CALL)
+        sites, pass_calls = call_sites(self.skip_dirs, marker=_PASS_CALL)
         caller = sites[0].function if sites else ""
         if not phase:
-            phase = _infer_phase(sites, self.phase_rules) or parent_phase or (f"python:{caller}" if caller else "python")
+            phase = self.phase_of_sites(sites) or parent_phase or (f"python:{caller}" if caller else "python")
         better = ""
         # Name `pass_fn` after the factory on the calling line, but only when Python
         # called this pass itself (one Pass.__call__ frame per nesting level).
-        if name == "pass_fn" and sites and pass_calls == depth + 1:
+        if (name == "pass_fn" or name in ANONYMOUS_PASSES) and sites and pass_calls == depth + 1:
             better = factory_name(sites[0]) or ""
         return phase, caller, better
 

@@ -1,0 +1,117 @@
+"""Plain Apache TVM (apache-tvm 0.27, no TileLang): tvm.compile of TIR and Relax modules,
+and the PassInstrument any PassContext can carry. Runs in the TVM venv scripts/test.sh makes."""
+
+import sys
+
+import pytest
+
+if "tilelang" in sys.modules:
+    pytest.skip("TileLang's bundled TVM is traced through TileLang", allow_module_level=True)
+try:
+    import tilelang  # noqa: F401
+
+    pytest.skip("TileLang is installed: its TVM is traced through TileLang", allow_module_level=True)
+except ImportError:
+    pass
+tvm = pytest.importorskip("tvm")
+if not hasattr(tvm, "compile"):
+    pytest.skip("needs TVM with tvm.compile (0.20+)", allow_module_level=True)
+
+import tvm_ffi  # noqa: E402
+from tvm.script import ir as I  # noqa: E402
+from tvm.script import relax as R  # noqa: E402
+from tvm.script import tirx as T  # noqa: E402
+
+import lower_trace  # noqa: E402
+from lower_trace.model import KernelStatus, PassStatus  # noqa: E402
+
+
+@I.ir_module
+class AddTIR:
+    @T.prim_func
+    def add(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+        T.func_attr({"global_symbol": "add", "tir.noalias": True})
+        for i in range(64):
+            C[i] = A[i] + B[i]
+
+
+@I.ir_module
+class AddRelax:
+    @R.function
+    def main(x: R.Tensor((4, 4), "float32"), y: R.Tensor((4, 4), "float32")) -> R.Tensor((4, 4), "float32"):
+        z = R.add(x, y)
+        return z
+
+
+def test_tir_module_compiled_with_tvm_compile(tmp_path):
+    with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+        executable = tvm.compile(AddTIR, target="c")
+    trace = lower_trace.load_trace(run.run_dir)
+    (kernel,) = trace.kernels
+    assert kernel.name == "add" and kernel.entry == "tvm.compile" and kernel.status is KernelStatus.OK
+    assert trace.run.versions["tvm"] == tvm.__version__
+    assert len(kernel.passes) > 40
+    nested = [p for p in kernel.passes if p.depth > 0]
+    assert nested and all(p.parent is not None for p in nested)
+    assert {p.phase for p in kernel.passes} == {"tir_pipeline", "host_device_split"}
+    top = [p.name for p in kernel.passes if p.depth == 0]
+    assert "pipeline" in top and "finalize_host_passes" in top  # TVM's anonymous Sequentials, named
+    for record in kernel.passes:
+        assert (record.status is PassStatus.CHANGED) == (trace.snapshot(record.before) != trace.snapshot(record.after))
+    (codegen,) = kernel.codegen
+    assert (codegen.function, codegen.language) == ("target.build.c", "c")
+    source = trace.snapshot(codegen.source)
+    assert "add" in source and source == executable.mod.inspect_source()
+
+
+def test_relax_module_and_its_phases(tmp_path):
+    with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+        tvm.compile(AddRelax, target="llvm")
+    (kernel,) = lower_trace.load_trace(run.run_dir).kernels
+    assert kernel.name == "main" and kernel.status is KernelStatus.OK
+    phases = {p.phase for p in kernel.passes}
+    assert {"relax_pipeline", "tir_pipeline"} <= phases
+    assert kernel.passes[0].name == "relax_pipeline" and any(p.parent == 0 for p in kernel.passes)
+    (codegen,) = kernel.codegen
+    assert codegen.language == "llvm" and codegen.source
+
+
+def test_a_pass_instrument_any_pass_context_can_carry(tmp_path):
+    lower_trace.enable(mode="html", trace_dir=tmp_path)
+    lower_trace.disable()  # the instrument switches tracing on by itself
+    with tvm.transform.PassContext(instruments=[lower_trace.instrument(mode="html", trace_dir=tmp_path / "i")]):
+        tvm.tirx.build(AddTIR, target="llvm")
+    run = lower_trace.current_run()
+    lower_trace.disable()
+    (kernel,) = lower_trace.load_trace(run.run_dir).kernels
+    assert kernel.entry in ("PassContext", "tvm.tirx.build") and len(kernel.passes) > 40
+
+
+def test_a_failing_pass_is_recorded(tmp_path):
+    @tvm.transform.module_pass(opt_level=0, name="BrokenPass")
+    def broken(mod, ctx):
+        raise ValueError("broken on purpose")
+
+    pipeline = tvm.transform.Sequential([tvm.tirx.transform.RemoveNoOp(), broken], name="my_pipeline")
+    with pytest.raises(Exception) as err:
+        with tvm.transform.PassContext(instruments=[lower_trace.instrument(mode="html", trace_dir=tmp_path)]):
+            pipeline(AddTIR)
+    run = lower_trace.current_run()
+    lower_trace.disable()
+    assert "broken on purpose" in str(err.value)
+    (kernel,) = lower_trace.load_trace(run.run_dir).kernels
+    assert kernel.status is KernelStatus.FAILED
+    by_name = {p.name: p for p in kernel.passes}
+    assert by_name["BrokenPass"].status is PassStatus.FAILED and "broken on purpose" in by_name["BrokenPass"].error.message
+    assert by_name["my_pipeline"].status is PassStatus.INCOMPLETE  # the Sequential around it
+    assert by_name["BrokenPass"].parent == by_name["my_pipeline"].seq
+
+
+def test_disable_restores_tvm_exactly(tmp_path):
+    entries = (tvm.compile, tvm.tirx.build, tvm.relax.build)
+    codegen = {n: tvm_ffi.get_global_func(n) for n in tvm_ffi.registry.list_global_func_names() if n.startswith("target.build.")}
+    lower_trace.enable(mode="html", trace_dir=tmp_path)
+    assert tvm.compile is not entries[0]
+    lower_trace.disable()
+    assert (tvm.compile, tvm.tirx.build, tvm.relax.build) == entries
+    assert all(tvm_ffi.get_global_func(n).same_as(f) for n, f in codegen.items())
