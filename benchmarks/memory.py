@@ -1,0 +1,78 @@
+"""Memory: RSS growth per traced compile, untraced vs lower-trace vs TileLang's built-in.
+
+    python benchmarks/memory.py [--compiles 100]
+
+Each configuration runs in a fresh interpreter: 10 warm-up compiles (caches fill),
+then --compiles more; the growth of the resident set between the two points,
+divided by the compiles, is what a long traced session leaks per compile.
+Target for lower-trace: < 0.5 MB per compile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CHILD = r"""
+import contextlib, gc, os, sys, tempfile
+sys.path.insert(0, {testing!r})
+import kernels, tilelang
+from tilelang import tvm
+
+def rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+target = tvm.target.Target({{"kind": "cuda", "arch": "sm_90a"}})
+mode, count = {mode!r}, {count}
+trace_dir = tempfile.mkdtemp()
+with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+    if mode == "lower-trace":
+        import lower_trace
+        lower_trace.enable(mode="html", trace_dir=trace_dir)
+    elif mode == "built-in":
+        from tilelang.tools import lower_trace as builtin
+        builtin.enable(mode="html", trace_dir=trace_dir)
+    def compile_one():
+        with target:
+            tilelang.lower(kernels.elementwise_add(), target=target)
+    for _ in range(10):
+        compile_one()
+    if mode == "lower-trace":
+        lower_trace.current_run().worker.wait()
+    gc.collect()
+    start = rss_mb()
+    for _ in range(count):
+        compile_one()
+    if mode == "lower-trace":
+        lower_trace.current_run().worker.wait()
+    gc.collect()
+    end = rss_mb()
+print(f"{{start:.1f}} {{end:.1f}}")
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--compiles", type=int, default=100)
+    args = parser.parse_args()
+    print(f"{'configuration':<14} {'RSS after warm-up':>18} {'RSS after':>10} {'growth/compile':>15}")
+    for mode in ("untraced", "lower-trace", "built-in"):
+        code = CHILD.format(testing=os.path.join(HERE, "..", "testing"), mode=mode, count=args.compiles)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
+        if proc.returncode != 0:
+            print(f"{mode}: failed\n{proc.stderr[-2000:]}")
+            return 1
+        start, end = map(float, proc.stdout.split()[-2:])
+        print(f"{mode:<14} {start:>15.1f} MB {end:>7.1f} MB {(end - start) / args.compiles:>12.3f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,252 @@
+"""The tracer never makes things worse: faults, concurrency, hostile input.
+
+Each fault test compiles a real kernel traced under the fault and checks the
+kernel is the one an untraced compile produces, with one clear warning.
+"""
+
+import glob
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import kernels
+import lower_trace
+from conftest import lower_trace_cli
+from lower_trace.model import KernelStatus
+
+SOURCE_OF = """
+import hashlib, sys
+import tilelang
+from tilelang import tvm
+import kernels
+target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+with target:
+    src = tilelang.lower(kernels.gemm(), target=target).kernel_source
+print("SOURCE", hashlib.sha256(src.encode()).hexdigest())
+"""
+
+
+def source_hash(proc):
+    (line,) = [l for l in proc.stdout.splitlines() if l.startswith("SOURCE ")]
+    return line.split()[1]
+
+
+@pytest.fixture(scope="module")
+def untraced_source(tmp_path_factory):
+    pytest.importorskip("tilelang.instrumentation")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
+    env["PYTHONPATH"] = os.path.dirname(os.path.abspath(__file__))
+    cwd = tmp_path_factory.mktemp("untraced")
+    script = cwd / "s.py"
+    script.write_text(SOURCE_OF)
+    proc = subprocess.run([sys.executable, str(script)], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=True)
+    return source_hash(proc)
+
+
+def warnings_of(proc):
+    return [line for line in proc.stderr.splitlines() if line.startswith("lower-trace:") and ("cannot" in line or "error" in line)]
+
+
+@pytest.mark.parametrize("where", ["a regular file", "under /proc"])
+def test_unwritable_trace_dir(run_python, tmp_path, untraced_source, where):
+    target = str(tmp_path / "file") if where == "a regular file" else "/proc/lower-trace-cannot-write-here"
+    if where == "a regular file":
+        (tmp_path / "file").write_text("x")
+    proc = run_python(SOURCE_OF, env={"TL_LOWER_TRACE": "both", "TL_LOWER_TRACE_DIR": target})
+    assert source_hash(proc) == untraced_source
+    (warning,) = warnings_of(proc)
+    assert "cannot write the trace" in warning and "your compile goes on" in warning
+    assert "== lower-trace: kernel k1 gemm" in proc.stderr  # the terminal view still works
+
+
+def test_a_full_disk(run_python, tmp_path, untraced_source):
+    """RLIMIT_FSIZE makes every write past 64 KB fail (EFBIG), as a full disk would."""
+    limited = (
+        "import resource, signal\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))\n"
+    )
+    proc = run_python(limited + SOURCE_OF, env={"TL_LOWER_TRACE": "html"})
+    assert source_hash(proc) == untraced_source
+    (warning,) = warnings_of(proc)
+    assert "cannot write the trace" in warning
+    # What was written before the disk filled up still loads.
+    trace = lower_trace.load_trace(str(tmp_path / "tmp" / "lower_trace_dir"))
+    assert trace.kernels and trace.kernels[0].name == "gemm"
+
+
+@pytest.mark.parametrize("broken", ["print_ir", "digest_of", "identity"])
+def test_a_faulty_printer_hash_or_identity(run_python, untraced_source, broken):
+    patch = {
+        "print_ir": "from lower_trace.integrations import tvm_ir\ntvm_ir.TVMIR.print_ir = lambda self, mod: 1 / 0\n",
+        "digest_of": "from lower_trace.capture import session\nsession.digest_of = lambda text: 1 / 0\n",
+        "identity": "from lower_trace.integrations import tvm_ir\ntvm_ir.TVMIR.identity = lambda self, mod: 1 / 0\n",
+    }[broken]
+    proc = run_python("import tilelang, lower_trace\n" + patch + SOURCE_OF, env={"TL_LOWER_TRACE": "html"})
+    assert source_hash(proc) == untraced_source
+    (warning,) = warnings_of(proc)
+    assert "internal error" in warning and "ZeroDivisionError" in warning and "your compile is not affected" in warning
+
+
+def unrolled(N=2048):
+    import tilelang.language as T
+
+    @T.prim_func
+    def unrolled(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=1) as _:
+            for i in T.unroll(N, explicit=True):  # unrolled in the IR itself: one statement each
+                C[i] = A[i] * B[i] + A[i]
+
+    return unrolled
+
+
+def test_an_enormous_ir(tmp_path, lower_cuda):
+    untraced = lower_cuda(unrolled()).kernel_source
+    with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+        traced = lower_cuda(unrolled()).kernel_source
+    assert traced == untraced and untraced.count("C[") >= 2048
+    trace = lower_trace.load_trace(run.run_dir)
+    (kernel,) = trace.kernels
+    assert kernel.status is KernelStatus.OK
+    assert max(len(trace.snapshot(p.after)) for p in kernel.passes) > 100_000
+    assert os.path.getsize(run.report_path) < 2_000_000  # compressed in the page
+
+
+def test_four_threads_compile_different_kernels(tmp_path, lower_cuda):
+    names = ["gemm", "elementwise", "row_sum", "flash_attention"]
+    alone = {}
+    for name in names:
+        with lower_trace.trace(mode="html", trace_dir=tmp_path / "alone" / name) as run:
+            lower_cuda(kernels.CUDA_KERNELS[name]())
+        (kernel,) = lower_trace.load_trace(run.run_dir).kernels
+        alone[kernel.name] = [(p.name, p.depth, p.status) for p in kernel.passes]
+    errors = []
+
+    def compile_one(name):
+        try:
+            lower_cuda(kernels.CUDA_KERNELS[name]())
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    with lower_trace.trace(mode="html", trace_dir=tmp_path / "threads") as run:
+        threads = [threading.Thread(target=compile_one, args=(name,)) for name in names]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert not errors
+    trace = lower_trace.load_trace(run.run_dir)
+    assert sorted(k.name for k in trace.kernels) == sorted(alone)
+    for kernel in trace.kernels:
+        assert kernel.status is KernelStatus.OK
+        assert [(p.name, p.depth, p.status) for p in kernel.passes] == alone[kernel.name]  # complete, unmixed
+        assert all(p.kernel == kernel.kernel_id for p in kernel.passes)
+        assert kernel.name.split("_")[0] in trace.snapshot(kernel.passes[-1].after)
+
+
+def test_two_processes_trace_into_one_folder(tmp_path):
+    script = tmp_path / "same.py"
+    script.write_text(SOURCE_OF)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
+    env.update(PYTHONPATH=os.path.dirname(os.path.abspath(__file__)), TL_LOWER_TRACE="html", TL_LOWER_TRACE_DIR=str(tmp_path / "shared"))
+    procs = [subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    runs = sorted(glob.glob(str(tmp_path / "shared" / "same" / "run-*")))
+    assert len(runs) == 2
+    for run_dir in runs:
+        (kernel,) = lower_trace.load_trace(run_dir).kernels
+        assert kernel.status is KernelStatus.OK and len(kernel.passes) == 85
+        assert os.path.isfile(os.path.join(run_dir, "report.html"))
+    listing = subprocess.run([lower_trace_cli(), "list", "--runs", str(tmp_path / "shared")], capture_output=True, text=True)
+    assert listing.returncode == 0 and all(run in listing.stdout for run in runs)
+
+
+HOSTILE_NAMES = ["../../escape", "/abs/olute", 'quo"te\'s', "nul\x00byte", "bidi\u202eevil", "x" * 300, "..", ".", "", "con\nsole"]
+
+
+def test_hostile_kernel_names_never_write_outside(tmp_path):
+    from lower_trace.override import EditStore
+
+    store = EditStore(str(tmp_path / "script"))
+    for index, name in enumerate(HOSTILE_NAMES):
+        outcome = store.resolve(name, f"sig{index}", "device", "cuda", f"// {name!r}\n")
+        assert os.path.realpath(outcome.path).startswith(os.path.realpath(store.root) + os.sep)
+    written = [os.path.realpath(p) for p in glob.glob(str(tmp_path / "**" / "*"), recursive=True) + glob.glob(str(tmp_path / "**" / ".*"), recursive=True)]
+    assert all(p.startswith(str(tmp_path.resolve())) for p in written)
+    files = {e["file"] for e in store.entries()}
+    assert len(files) == len(HOSTILE_NAMES)  # none collapsed into another
+
+
+def test_a_hostile_script_name(run_python, tmp_path):
+    weird = tmp_path / "we'ird \u202ekern .py"
+    weird.write_text("import lower_trace\nprint('ran')\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
+    env["TL_LOWER_TRACE"] = "html"
+    proc = subprocess.run([sys.executable, str(weird)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "ran" in proc.stdout
+    from lower_trace.paths import script_name
+
+    name = script_name([str(weird)])
+    assert name.startswith("we_ird_kern-") and "/" not in name and "\u202e" not in name
+
+
+# --- property-based: the path sanitiser, the store, the report's escaping -------------------
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+ANY_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=400)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ANY_TEXT)
+def test_safe_component_is_always_one_harmless_path_part(name):
+    from lower_trace.paths import safe_component
+
+    part = safe_component(name)
+    assert part and part not in (".", "..") and len(part) <= 80
+    assert all(ch.isascii() and (ch.isalnum() or ch in "._-") for ch in part)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ANY_TEXT, ANY_TEXT)
+def test_safe_component_keeps_different_names_apart(a, b):
+    from lower_trace.paths import safe_component
+
+    if a != b:  # a 32-bit digest of the original name is kept whenever it had to be rewritten
+        assert safe_component(a) != safe_component(b)
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=ANY_TEXT, text=ANY_TEXT)
+def test_store_round_trips_any_text(tmp_path_factory, name, text):
+    from lower_trace.model import PassRecord, PassStatus, RunInfo, to_json
+    from lower_trace.store import TraceWriter, digest_of
+
+    run_dir = tmp_path_factory.mktemp("fuzz")
+    writer = TraceWriter(str(run_dir), RunInfo(run_id="r", started=0.0, script=name))
+    writer.add_snapshot(digest_of(text), text)
+    writer.append("kernel", {"kernel_id": "k1", "name": name})
+    writer.append("pass", to_json(PassRecord(kernel="k1", seq=0, name=name, status=PassStatus.CHANGED, phase=name, before=digest_of(text), after=digest_of(text))))
+    writer.close()
+    trace = lower_trace.load_trace(str(run_dir))
+    assert trace.run.script == name and trace.kernels[0].name == name and trace.kernels[0].passes[0].name == name
+    assert trace.snapshot(digest_of(text)) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | ANY_TEXT, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4), max_leaves=20))
+def test_json_in_the_page_is_inert_for_any_data(data):
+    from lower_trace.render.html import json_for_script
+
+    text = json_for_script(data)
+    assert "<" not in text and ">" not in text and "\u2028" not in text and "\u2029" not in text
+    assert json.loads(text) == data
