@@ -34,3 +34,9 @@ def activate() -> None:
         api._start(config)
     except Exception as exc:  # pragma: no cover - last line of defence
         sys.stderr.write(f"lower-trace: could not switch tracing on ({type(exc).__name__}: {exc}); running untraced\n")
+        try:  # untraced means untraced: TileLang's own tracer must not start in our place
+            from .integrations import keep_builtin_off
+
+            keep_builtin_off()
+        except Exception:
+            pass

@@ -180,7 +180,11 @@ def cmd_edits(args: argparse.Namespace) -> int:
     if not stores:
         raise UsageError(f"{args.trace}: no working copies here yet; run your script with TL_LOWER_TRACE=html first")
     if args.reset:
-        done = [item for store in stores for item in store.reset(args.reset)]
+        matching = [s for s in stores if any(args.reset in (e["kernel"], e["file"], os.path.splitext(e["file"])[0]) for e in s.entries())]
+        if len(matching) > 1:
+            folders = ", ".join(os.path.dirname(s.root) for s in matching)
+            raise UsageError(f"several scripts have working copies for {args.reset!r}; name one: lower-trace edits FOLDER --reset {args.reset} (folders: {folders})")
+        done = [item for store in matching for item in store.reset(args.reset)]
         if not done:
             known = sorted({e["kernel"] for store in stores for e in store.entries()})
             raise UsageError(f"no working copy for {args.reset!r}; kernels: {', '.join(known)}")

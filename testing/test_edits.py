@@ -210,3 +210,13 @@ def test_three_way_decisions_on_files(tmp_path):
     assert os.path.basename(host.path) == "gemm.host.c"
     index = json.load(open(tmp_path / "edits" / "index.json"))
     assert sorted(entry["file"] for entry in index.values()) == sorted(["gemm.cu", os.path.basename(regenerated.path), "gemm.host.c"])
+
+
+def test_terminal_mode_says_edits_are_not_used_and_still_traces(user, run_python, tmp_path):
+    user()
+    replace_in(edits_dir(tmp_path) / "vector_add.c", "C[i] = (A[i] + B[i]);", "C[i] = (A[i] - B[i]);")
+    proc = run_python(TWO_KERNELS, env={"TL_LOWER_TRACE": "terminal", "NO_COLOR": "1"})
+    assert "ADD [1.0, 2.0, 3.0, 4.0]" in proc.stdout  # terminal mode compiles TileLang's own source
+    assert "edited working copies in" in proc.stderr and "are not used: terminal mode writes nothing" in proc.stderr
+    assert "== lower-trace: kernel k1 vector_add" in proc.stderr and "could not switch tracing on" not in proc.stderr
+    assert "[lower_trace]" not in proc.stdout  # TileLang's own tracer did not start in our place

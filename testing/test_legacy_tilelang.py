@@ -21,6 +21,7 @@ from tilelang import tvm  # noqa: E402
 
 import kernels  # noqa: E402
 import lower_trace  # noqa: E402
+import lower_trace.store  # noqa: E402
 from lower_trace.model import KernelStatus, PassStatus  # noqa: E402
 
 CUDA = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
@@ -42,6 +43,7 @@ def hook_points():
         "tilelang.lower": tilelang.lower,
         "tilelang.engine.lower.lower": lower_module.lower,
     }
+    points["JITKernel._compile_and_create_adapter"] = sys.modules["tilelang.jit.kernel"].JITKernel.__dict__["_compile_and_create_adapter"]
     pipeline = sys.modules.get("tilelang.backend.pass_pipeline.pipeline")
     if pipeline is not None:
         points["PassPipeline.lower"] = pipeline.PassPipeline.__dict__["lower"]
@@ -127,7 +129,11 @@ print("RESULT", c[:4].tolist())
 """
     first = run_python(script, env={"TL_LOWER_TRACE": "html"})
     assert "RESULT [1.0, 2.0, 3.0, 4.0]" in first.stdout and "report: file://" in first.stderr
-    assert "TileLang's built-in lower_trace is off" in first.stderr or not hasattr(tilelang, "tools")
+    import importlib.util
+
+    has_builtin = importlib.util.find_spec("tilelang.tools.lower_trace") is not None  # 0.1.13 has one, 0.1.9 not
+    assert ("TileLang's built-in lower_trace is off" in first.stderr) == has_builtin
+    assert "[lower_trace]" not in first.stdout
     working = tmp_path / "tmp" / "lower_trace_dir" / "user_kernel" / "edits" / "vector_add.c"
     text = working.read_text()
     assert "(A[i] + B[i])" in text
@@ -136,10 +142,16 @@ print("RESULT", c[:4].tolist())
     assert "RESULT [-1.0, 0.0, 1.0, 2.0]" in patched.stdout and "PATCHED" in patched.stderr
     untraced = run_python(script)
     assert "RESULT [1.0, 2.0, 3.0, 4.0]" in untraced.stdout
-    trace = lower_trace.load_trace(str(tmp_path / "tmp" / "lower_trace_dir"))
-    (kernel,) = trace.kernels
+    # A bad edit: gcc runs after lower() returned, still within the traced compile.
+    working.write_text(text.replace("(A[i] + B[i]);", "(A[i] + B[i]) oops;"))
+    bad = run_python(script, env={"TL_LOWER_TRACE": "html"}, check=False)
+    assert bad.returncode != 0 and f"{working}:" in bad.stderr
+    assert "the compile failed while using your edit of" in bad.stderr and "1 failed to compile" in bad.stderr
+    working.write_text(text.replace("(A[i] + B[i])", "(A[i] - B[i])"))
+    runs = lower_trace.store.list_runs(str(tmp_path / "tmp" / "lower_trace_dir"))
+    (kernel,) = lower_trace.load_trace(runs[1]).kernels  # the PATCHED run
     assert kernel.codegen[0].edit_status == "PATCHED" and kernel.codegen[0].language == "c"
-    assert len(kernel.passes) > 40
+    assert len(kernel.passes) > 40 and kernel.entry == "jit"
 
 
 def test_lower_trace_run_and_terminal_mode(tmp_path):

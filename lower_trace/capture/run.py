@@ -94,12 +94,6 @@ class TraceRun:
         self.worker = Worker(self.tracer_fault)
         # Working copies of the generated source live beside the runs (they outlive them).
         self.edits: EditStore | None = EditStore(self.script_dir) if config.writes_trace else None
-        if self.edits is None and any(e["state"] == "edited" for e in EditStore(self.script_dir).entries()):
-            self.note(
-                f"edited working copies in {EditStore(self.script_dir).root} are not used: terminal mode writes "
-                "nothing; set TL_LOWER_TRACE_DIR (or use TL_LOWER_TRACE=both) to compile them",
-                once="edits-unused",
-            )
         self._lock = threading.Lock()
         self._kernel_count = 0
         self._pending_notes: list[str] = []
@@ -110,6 +104,20 @@ class TraceRun:
         self._report_thread: threading.Thread | None = None
         self._closing = threading.Event()
         self.closed = False
+        if self.edits is None:
+            self._warn_unused_edits()
+
+    def _warn_unused_edits(self) -> None:
+        try:
+            edited = any(e["state"] == "edited" for e in EditStore(self.script_dir).entries())
+        except OSError:
+            return
+        if edited:
+            self.note(
+                f"edited working copies in {EditStore(self.script_dir).root} are not used: terminal mode writes "
+                "nothing; set TL_LOWER_TRACE_DIR (or use TL_LOWER_TRACE=both) to compile them",
+                once="edits-unused",
+            )
 
     # --- messages ------------------------------------------------------------
 

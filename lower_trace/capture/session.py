@@ -83,6 +83,7 @@ class CompileSession:
     def __init__(self, run: Any, ir: IRAdapter, entry: str = "", edits: bool = True) -> None:
         self.run = run
         self.edits_enabled = edits  # working copies for this compile's generated source
+        self.attached = False  # an integration's tracker is on the current PassContext
         self.ir = ir
         self.worker = run.worker
         self.entry = entry
@@ -230,8 +231,8 @@ class CompileSession:
         except Exception as exc:
             self.tracer_fault(exc)
             return call()
-        if role == "device" and target_text:
-            self.target = target_text
+        if target_text and (role == "device" or not self.target):
+            self.target = target_text  # the device's target; a host-only build's own
         active = ActiveCodegen(self, role, language)
         token = current_codegen.set(active)
         started = time.perf_counter()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from typing import Any
 
@@ -32,7 +33,8 @@ def keep_builtin_tracer_off(run: Any) -> None:
     builtin = sys.modules.get("tilelang.tools.lower_trace")
     if builtin is not None and hasattr(builtin, "disable"):
         builtin.disable()
-    if mode_variable_is_set() or builtin is not None:
+    exists = builtin is not None or importlib.util.find_spec("tilelang.tools.lower_trace") is not None
+    if exists and (mode_variable_is_set() or builtin is not None):
         run.note("TileLang's built-in lower_trace is off; lower-trace is the only tracer writing", once="builtin")
 
 

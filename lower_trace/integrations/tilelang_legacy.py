@@ -2,7 +2,9 @@
 
 - **Compile sessions**: TileLang's one entry, ``tilelang.engine.lower.lower`` (what
   ``tilelang.lower``, ``tilelang.compile`` and ``@jit`` run), wrapped wherever
-  TileLang's modules hold it. Each outermost call is one traced compile.
+  TileLang's modules hold it; for ``compile``/``@jit`` the session spans
+  ``JITKernel._compile_and_create_adapter``, so the backend's own compile (gcc,
+  nvcc) belongs to it. Each outermost call is one traced compile.
 - **Passes**: our PassTracker joins the instruments of the PassContext current
   while ``lower`` runs (the one the JIT builds, or the default), so passes run
   inside C++ ``Sequential``s are seen too — patching ``Pass.__call__`` would
@@ -57,6 +59,10 @@ class LegacyTileLangIntegration:
         lower_module = sys.modules["tilelang.engine.lower"]
         original_lower = lower_module.lower
         self._patches.replace_everywhere(original_lower, self._traced_lower(original_lower))
+        kernel_class = getattr(sys.modules.get("tilelang.jit.kernel"), "JITKernel", None)
+        if kernel_class is not None and "_compile_and_create_adapter" in kernel_class.__dict__:
+            original_jit = kernel_class.__dict__["_compile_and_create_adapter"]
+            self._patches.replace(kernel_class, "_compile_and_create_adapter", self._traced_jit(original_jit))
         self._patch_phases()
         self._wrap_codegen()
         self._hooks.install()
@@ -74,35 +80,64 @@ class LegacyTileLangIntegration:
     # --- compile sessions ------------------------------------------------------------
 
     def _traced_lower(self, original: Any) -> Any:
+        """lower() under a traced compile: our tracker joins the current PassContext."""
+
         def lower(*args: Any, **kwargs: Any) -> Any:
             run = self._get_run()
-            if run is None or _session.get() is not None:
-                return original(*args, **kwargs)  # tracing off, or a nested call of the same compile
-            try:
-                session = CompileSession(run, self._ir, entry="lower")
-                context = tvm.transform.PassContext.current()
-                previous = list(context.instruments)
-                context.override_instruments([*previous, TrackerInstrument(session)])
-            except Exception as exc:
-                run.tracer_fault(exc)
+            if run is None:
                 return original(*args, **kwargs)
-            token = _session.set(session)
-            error: BaseException | None = None
-            try:
-                return original(*args, **kwargs)
-            except BaseException as exc:
-                error = exc
-                raise
-            finally:
-                _session.reset(token)
-                try:
-                    context.override_instruments(previous)  # closes our tracker: failed passes are known now
-                    session.finish(error)
-                except Exception as exc:
-                    run.tracer_fault(exc)
+            outer = _session.get()
+            if outer is not None and outer.attached:
+                return original(*args, **kwargs)  # a nested call of the same compile
+            return self._in_session(run, outer, original, args, kwargs, attach=True)
 
         lower.__wrapped__ = original  # type: ignore[attr-defined]
         return lower
+
+    def _traced_jit(self, original: Any) -> Any:
+        """JITKernel's compile-and-build step: the session spans the backend's own compile
+        too (gcc/nvcc run after lower() returns), so a failing edit is reported."""
+
+        def compile_and_create_adapter(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+            run = self._get_run()
+            if run is None or _session.get() is not None:
+                return original(kernel, *args, **kwargs)
+            return self._in_session(run, None, lambda *a, **k: original(kernel, *a, **k), args, kwargs, attach=False)
+
+        compile_and_create_adapter.__wrapped__ = original  # type: ignore[attr-defined]
+        return compile_and_create_adapter
+
+    def _in_session(self, run: Any, session: CompileSession | None, call: Any, args: Any, kwargs: Any, attach: bool) -> Any:
+        owner = session is None
+        context = previous = None
+        try:
+            if owner:
+                session = CompileSession(run, self._ir, entry="lower" if attach else "jit")
+            if attach:
+                context = tvm.transform.PassContext.current()
+                previous = list(context.instruments)
+                context.override_instruments([*previous, TrackerInstrument(session)])
+                session.attached = True
+        except Exception as exc:
+            run.tracer_fault(exc)
+            return call(*args, **kwargs)
+        token = _session.set(session) if owner else None
+        error: BaseException | None = None
+        try:
+            return call(*args, **kwargs)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            try:
+                if context is not None:
+                    context.override_instruments(previous)  # closes our tracker: failed passes are known now
+                    session.attached = False
+                if owner:
+                    _session.reset(token)
+                    session.finish(error)
+            except Exception as exc:
+                run.tracer_fault(exc)
 
     # --- phases ----------------------------------------------------------------------
 

@@ -254,7 +254,7 @@
     head.appendChild(el("h2", "", `#${step.seq} ${titleOf(step)}`));
     const meta = [kernel.name, statusOf(step)];
     if (!isCodegen(step)) meta.push(step.phase, step.caller ? `run by ${step.caller}` : "", step.depth ? `nested (depth ${step.depth}, in #${step.parent})` : "");
-    else meta.push(step.language, step.target);
+    else meta.push(step.language, step.target !== step.language ? step.target : "");
     meta.push(msText(step));
     head.appendChild(el("div", "meta", meta.filter(Boolean).join(" · ")));
     main.appendChild(head);
