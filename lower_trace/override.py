@@ -2,7 +2,7 @@
 
 Layout, beside the runs of a script::
 
-    <trace_dir>/<script>/edits/
+    {trace_dir}/{script}/edits/
         index.json                  kernel (name, signature, role) -> file name
         gemm.cu                     the working copy: yours to edit
         .baseline/gemm.cu           what codegen produced when the working copy was last synced

@@ -2,7 +2,7 @@
 
 Layout of one process run::
 
-    <trace_dir>/<script>/<run_id>/
+    {trace_dir}/{script}/{run_id}/
         trace.jsonl       # records, one JSON object per line, appended as things happen
         snapshots.jsonl   # {"digest", "text"} per line: each distinct IR / source text once
         report.html       # written by the HTML renderer

@@ -157,6 +157,20 @@ def scale_c(N=64, factor=3.0, dtype="float32"):
     return scale
 
 
+def nested_parallel(M=64, N=64):
+    """Fails TileLang's first semantic check (a pass): a parallel loop inside a parallel loop's body."""
+
+    @T.prim_func
+    def nested_parallel(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            for i in T.Parallel(M):
+                B[i, 0] = A[i, 0]
+                for j in T.Parallel(N):
+                    B[i, j] = A[i, j]
+
+    return nested_parallel
+
+
 CUDA_KERNELS = {
     "gemm": gemm,
     "elementwise": elementwise_add,

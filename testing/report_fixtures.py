@@ -16,20 +16,6 @@ EVIL_IR = (
 )
 
 
-def nested_parallel(M=64, N=64):
-    import tilelang.language as T
-
-    @T.prim_func
-    def nested_parallel(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
-        with T.Kernel(1, threads=128) as _:
-            for i in T.Parallel(M):
-                B[i, 0] = A[i, 0]
-                for j in T.Parallel(N):
-                    B[i, j] = A[i, j]
-
-    return nested_parallel
-
-
 def real_run(trace_dir):
     """gemm + elementwise (CUDA), a C kernel, and a compile that fails in a pass."""
     import tilelang
@@ -43,7 +29,7 @@ def real_run(trace_dir):
         tilelang.lower(kernels.vector_add_c(), target="c")
         try:
             with target:
-                tilelang.lower(nested_parallel(), target=target)
+                tilelang.lower(kernels.nested_parallel(), target=target)
         except ValueError:
             pass
     return run.run_dir

@@ -83,26 +83,12 @@ def test_other_kernels_trace_completely(tmp_path, lower_cuda, name):
         assert "exp2" in artifact.kernel_source
 
 
-def nested_parallel(M=64, N=64):
-    import tilelang.language as T
-
-    @T.prim_func
-    def nested_parallel(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
-        with T.Kernel(1, threads=128) as _:
-            for i in T.Parallel(M):
-                B[i, 0] = A[i, 0]
-                for j in T.Parallel(N):
-                    B[i, j] = A[i, j]
-
-    return nested_parallel
-
-
 def test_a_failing_pass_is_recorded_and_its_exception_reaches_the_caller(tmp_path, lower_cuda):
     with pytest.raises(Exception) as untraced:
-        lower_cuda(nested_parallel())
+        lower_cuda(kernels.nested_parallel())
     with pytest.raises(Exception) as traced_err:
         with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
-            lower_cuda(nested_parallel())
+            lower_cuda(kernels.nested_parallel())
     # The caller sees exactly what it sees without tracing.
     assert type(traced_err.value) is type(untraced.value)
     assert str(traced_err.value) == str(untraced.value)
@@ -124,7 +110,7 @@ def test_terminal_mode_shows_a_failure_with_the_ir_it_received(tmp_path, lower_c
     monkeypatch.delenv("TL_LOWER_TRACE_DIR", raising=False)
     lower_trace.enable(mode="terminal")
     with pytest.raises(ValueError):
-        lower_cuda(nested_parallel())
+        lower_cuda(kernels.nested_parallel())
     lower_trace.disable()
     err = capsys.readouterr().err
     assert "NestedLoopChecker  FAILED" in err and "ValueError: [Tilelang Semantic Check] Nested parallel" in err

@@ -92,26 +92,12 @@ def test_disable_restores_every_original_exactly(tmp_path):
     assert all(restored[name].same_as(functions[name]) for name in functions)
 
 
-def nested_parallel(M=64, N=64):
-    import tilelang.language as T
-
-    @T.prim_func
-    def nested_parallel(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
-        with T.Kernel(1, threads=128) as _:
-            for i in T.Parallel(M):
-                B[i, 0] = A[i, 0]
-                for j in T.Parallel(N):
-                    B[i, j] = A[i, j]
-
-    return nested_parallel
-
-
 def test_a_failing_pass_is_recorded_and_reaches_the_caller(tmp_path):
     with pytest.raises(Exception) as untraced:
-        lower_cuda(nested_parallel())
+        lower_cuda(kernels.nested_parallel())
     with pytest.raises(Exception) as traced:
         with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
-            lower_cuda(nested_parallel())
+            lower_cuda(kernels.nested_parallel())
     assert type(traced.value) is type(untraced.value) and str(traced.value) == str(untraced.value)
     (kernel,) = lower_trace.load_trace(run.run_dir).kernels
     assert kernel.status is KernelStatus.FAILED

@@ -215,7 +215,7 @@ class TraceRun:
         return os.path.join(self.run_dir, "report.html")
 
     def write_report(self) -> str | None:
-        """Render the HTML report from the trace on disk; also refresh <dir>/<script>/report.html."""
+        """Render the HTML report from the trace on disk; also refresh {dir}/{script}/report.html."""
         writer = self.writer
         if writer is None or not writer.started:
             return None

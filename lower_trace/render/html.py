@@ -1,7 +1,7 @@
 """The HTML report: one self-contained, offline file per run.
 
 Python builds plain data; the page (assets/report.html, .css, .js, inlined at
-render time) builds itself from a ``<script type="application/json">`` block.
+render time) builds itself from a JSON data block.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def _asset(name: str) -> str:
 
 
 def json_for_script(data: Any) -> str:
-    """JSON that is inert inside <script>: no '</script>', '<!--', or raw U+2028/U+2029."""
+    """JSON that is inert inside a script element: no '</script>', '<!--', or raw U+2028/U+2029."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return (
         text.replace("<", "\\u003c")
@@ -127,7 +127,7 @@ def write_report(run_dir: str, out_path: str | None = None, latest_link: str | N
 
 
 def write_pointer(path: str, target: str) -> None:
-    """A tiny page at path that opens target (the seed's <dir>/<script>/report.html = latest run)."""
+    """A tiny page at path that opens target (the seed's {dir}/{script}/report.html = latest run)."""
     relative = os.path.relpath(target, os.path.dirname(os.path.abspath(path))).replace(os.sep, "/")
     href = urllib.parse.quote(relative)
     page = _asset("pointer.html").replace("{{href}}", href)
