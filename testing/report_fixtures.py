@@ -1,7 +1,5 @@
 """Traces the report tests open: one real multi-kernel run with a failure, one hostile."""
 
-import os
-
 import kernels
 import lower_trace
 from lower_trace.model import ErrorInfo, PassRecord, PassStatus, RunInfo, to_json

@@ -5,7 +5,6 @@ kernel is the one an untraced compile produces, with one clear warning.
 """
 
 import glob
-import hashlib
 import json
 import os
 import subprocess

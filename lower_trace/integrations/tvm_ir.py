@@ -190,23 +190,6 @@ def _same_object(a: Any, b: Any) -> bool:
     return a is b or a.same_as(b)
 
 
-def _infer_phase(sites: list[Any]) -> str:
-    for site in sites:
-        short = site.function.rsplit(".", 1)[-1]
-        for function, phase in _PHASE_OF_FUNCTION:
-            if short == function:
-                return phase
-    return ""
-
-
-
-
-def _same_object(a: Any, b: Any) -> bool:
-    if a is None or b is None:
-        return a is b
-    return a is b or a.same_as(b)
-
-
 def _infer_phase(sites: list[Any], rules: PhaseRules) -> str:
     for site in sites:
         short = site.function.rsplit(".", 1)[-1]
