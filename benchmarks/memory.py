@@ -53,6 +53,8 @@ with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib
         lower_trace.current_run().worker.wait()
     gc.collect()
     end = rss_mb()
+import shutil
+shutil.rmtree(trace_dir, ignore_errors=True)
 print(f"{{start:.1f}} {{end:.1f}}")
 """
 

@@ -116,7 +116,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         if not runs:
             load_trace(args.trace)  # raises the one-line "no trace here" error
         for run_dir in runs:
-            trace = load_trace(run_dir)
+            try:
+                trace = load_trace(run_dir)
+            except TraceNotFound as exc:
+                print(f"{'(unreadable)':<19}  {exc}")
+                continue
             started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(trace.run.started))
             failed = sum(1 for k in trace.kernels if k.status.value == "failed")
             print(f"{started}  {len(trace.kernels):>3} kernels {failed:>2} failed  {run_dir}")
@@ -152,7 +156,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         path = write_report(run_dir, output)
     except OSError as exc:
-        raise UsageError(f"cannot write the report: {exc.strerror or exc} ({exc.filename or output})") from None
+        raise UsageError(f"cannot write the report to {exc.filename or output or run_dir}: {exc.strerror or exc}") from None
     print(f"file://{path}")
     return 0
 

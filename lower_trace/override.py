@@ -29,6 +29,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from .paths import safe_component
 EDITS = "edits"
 BASELINE = ".baseline"
 INDEX = "index.json"
+_SAFE_FILE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")  # one plain name inside edits/, never a path
 EXTENSIONS = {"cuda": ".cu", "hip": ".hip", "c": ".c", "metal": ".metal", "wgsl": ".wgsl", "python": ".py"}
 
 
@@ -121,9 +123,17 @@ class EditStore:
         try:
             with open(os.path.join(self.root, INDEX), encoding="utf-8") as handle:
                 data = json.load(handle)
-            return data if isinstance(data, dict) else {}
         except (OSError, ValueError):
             return {}
+        if not isinstance(data, dict):
+            return {}
+        # Keep only well-formed entries: a hand-edited index must not break the compile.
+        return {
+            key: entry
+            for key, entry in data.items()
+            if isinstance(entry, dict) and isinstance(entry.get("file"), str) and _SAFE_FILE.fullmatch(entry["file"])
+            and isinstance(entry.get("kernel"), str) and isinstance(entry.get("role"), str)
+        }
 
     def _save_index(self, index: dict[str, dict[str, str]]) -> None:
         _write(os.path.join(self.root, INDEX), json.dumps(index, indent=1, sort_keys=True) + "\n")

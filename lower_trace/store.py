@@ -153,13 +153,22 @@ def list_runs(root: str) -> list[str]:
     if not os.path.isdir(root):
         return found
     for level in (root, *_subdirs(root)):
-        if os.path.isfile(os.path.join(level, MANIFEST)):
+        if _has_manifest(level):
             found.append(level)
             continue
         for child in _subdirs(level):
-            if os.path.isfile(os.path.join(child, MANIFEST)):
+            if _has_manifest(child):
                 found.append(child)
     return sorted(set(found), key=lambda run: (os.path.getmtime(os.path.join(run, MANIFEST)), run))
+
+
+def _has_manifest(path: str) -> bool:
+    """A run folder: its manifest exists and holds at least the run header (a run that
+    could not write a byte, e.g. on a full disk, is no run to show)."""
+    try:
+        return os.path.getsize(os.path.join(path, MANIFEST)) > 0
+    except OSError:
+        return False
 
 
 def _subdirs(path: str) -> list[str]:

@@ -47,8 +47,19 @@ def untraced_source(tmp_path_factory):
     return source_hash(proc)
 
 
+# What lower-trace says on every traced run; anything else it says is a warning.
+_INFORMATIONAL = (
+    "lower-trace: TileLang's kernel cache is bypassed",
+    "lower-trace: TileLang's built-in lower_trace is off",
+    "lower-trace: traced ",
+    "lower-trace: gemm: generated source saved",
+)
+
+
 def warnings_of(proc):
-    return [line for line in proc.stderr.splitlines() if line.startswith("lower-trace:") and ("cannot" in line or "error" in line)]
+    """Every line lower-trace printed beyond the usual ones; and the tool printed no traceback."""
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return [line for line in proc.stderr.splitlines() if line.startswith("lower-trace:") and not line.startswith(_INFORMATIONAL)]
 
 
 @pytest.mark.parametrize("where", ["a regular file", "under /proc"])
@@ -61,6 +72,7 @@ def test_unwritable_trace_dir(run_python, tmp_path, untraced_source, where):
     (warning,) = warnings_of(proc)
     assert "cannot write the trace" in warning and "your compile goes on" in warning
     assert "== lower-trace: kernel k1 gemm" in proc.stderr  # the terminal view still works
+    assert os.listdir(tmp_path) == (["file"] if where == "a regular file" else ["user_kernel.py"]) or sorted(os.listdir(tmp_path)) == sorted(["file", "user_kernel.py"])
 
 
 def test_a_full_disk(run_python, tmp_path, untraced_source):
@@ -74,9 +86,37 @@ def test_a_full_disk(run_python, tmp_path, untraced_source):
     assert source_hash(proc) == untraced_source
     (warning,) = warnings_of(proc)
     assert "cannot write the trace" in warning
-    # What was written before the disk filled up still loads.
+    # What was written before the disk filled up still loads; no temporary file is left.
     trace = lower_trace.load_trace(str(tmp_path / "tmp" / "lower_trace_dir"))
     assert trace.kernels and trace.kernels[0].name == "gemm"
+    assert not glob.glob(str(tmp_path / "tmp" / "**" / "*.tmp"), recursive=True)
+
+
+def test_a_disk_full_from_the_start_hides_no_earlier_run(run_python, tmp_path):
+    """A run that could not write a byte is no run: list/show/report still find the earlier one."""
+    run_python(SOURCE_OF, env={"TL_LOWER_TRACE": "html"})
+    limited = (
+        "import resource, signal\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))\n"
+    )
+    proc = run_python(limited + SOURCE_OF, env={"TL_LOWER_TRACE": "html"})
+    assert len(warnings_of(proc)) == 1
+    root = str(tmp_path / "tmp" / "lower_trace_dir")
+    for args in (["list", root], ["show", root, "--no-diff"], ["list", "--runs", root]):
+        result = subprocess.run([lower_trace_cli(), *args], capture_output=True, text=True)
+        assert result.returncode == 0, (args, result.stderr)
+    assert lower_trace.load_trace(root).kernels[0].name == "gemm"
+
+
+def test_broken_working_copies_are_a_clear_warning(run_python, tmp_path, untraced_source):
+    edits = tmp_path / "tmp" / "lower_trace_dir" / "user_kernel" / "edits"
+    edits.parent.mkdir(parents=True)
+    edits.write_text("a file where the edits folder should be")
+    proc = run_python(SOURCE_OF, env={"TL_LOWER_TRACE": "html"})
+    assert source_hash(proc) == untraced_source
+    (warning,) = warnings_of(proc)
+    assert "cannot use the working copies in" in warning and "your compile goes on" in warning
 
 
 @pytest.mark.parametrize("broken", ["print_ir", "digest_of", "identity"])
@@ -123,7 +163,8 @@ def test_four_threads_compile_different_kernels(tmp_path, lower_cuda):
         with lower_trace.trace(mode="html", trace_dir=tmp_path / "alone" / name) as run:
             lower_cuda(kernels.CUDA_KERNELS[name]())
         (kernel,) = lower_trace.load_trace(run.run_dir).kernels
-        alone[kernel.name] = [(p.name, p.depth, p.status) for p in kernel.passes]
+        trace = lower_trace.load_trace(run.run_dir)
+        alone[kernel.name] = [(p.name, p.depth, p.status, trace.snapshot(p.before), trace.snapshot(p.after)) for p in kernel.passes]
     errors = []
 
     def compile_one(name):
@@ -143,7 +184,8 @@ def test_four_threads_compile_different_kernels(tmp_path, lower_cuda):
     assert sorted(k.name for k in trace.kernels) == sorted(alone)
     for kernel in trace.kernels:
         assert kernel.status is KernelStatus.OK
-        assert [(p.name, p.depth, p.status) for p in kernel.passes] == alone[kernel.name]  # complete, unmixed
+        # Complete and unmixed: the same passes, with the same IR, as when compiled alone.
+        assert [(p.name, p.depth, p.status, trace.snapshot(p.before), trace.snapshot(p.after)) for p in kernel.passes] == alone[kernel.name]
         assert all(p.kernel == kernel.kernel_id for p in kernel.passes)
         assert kernel.name.split("_")[0] in trace.snapshot(kernel.passes[-1].after)
 
@@ -177,23 +219,29 @@ def test_hostile_kernel_names_never_write_outside(tmp_path):
     for index, name in enumerate(HOSTILE_NAMES):
         outcome = store.resolve(name, f"sig{index}", "device", "cuda", f"// {name!r}\n")
         assert os.path.realpath(outcome.path).startswith(os.path.realpath(store.root) + os.sep)
-    written = [os.path.realpath(p) for p in glob.glob(str(tmp_path / "**" / "*"), recursive=True) + glob.glob(str(tmp_path / "**" / ".*"), recursive=True)]
-    assert all(p.startswith(str(tmp_path.resolve())) for p in written)
+    # Everything written is inside the edits folder (and nothing else appeared around it).
+    written = {os.path.realpath(p) for p in glob.glob(str(tmp_path / "**"), recursive=True, include_hidden=True)}
+    inside = os.path.realpath(store.root)
+    assert written - {os.path.realpath(tmp_path), os.path.realpath(tmp_path / "script")} == {p for p in written if p == inside or p.startswith(inside + os.sep)}
     files = {e["file"] for e in store.entries()}
     assert len(files) == len(HOSTILE_NAMES)  # none collapsed into another
 
 
-def test_a_hostile_script_name(run_python, tmp_path):
-    weird = tmp_path / "we'ird \u202ekern .py"
-    weird.write_text("import lower_trace\nprint('ran')\n")
+def test_a_hostile_script_name(tmp_path, untraced_source):
+    """A real compile from a script with quotes, a bidi override and dots in its name."""
+    weird = tmp_path / "we'ird \u202ekern ..py"
+    weird.write_text(SOURCE_OF)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
-    env["TL_LOWER_TRACE"] = "html"
-    proc = subprocess.run([sys.executable, str(weird)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and "ran" in proc.stdout
-    from lower_trace.paths import script_name
-
-    name = script_name([str(weird)])
-    assert name.startswith("we_ird_kern-") and "/" not in name and "\u202e" not in name
+    env.update(TL_LOWER_TRACE="html", PYTHONPATH=os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, str(weird)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert source_hash(proc) == untraced_source
+    root = tmp_path / "tmp" / "lower_trace_dir"
+    (folder,) = os.listdir(root)
+    assert folder.startswith("we_ird_kern-") and all(ch.isascii() and (ch.isalnum() or ch in "._-") for ch in folder)
+    everything = {os.path.relpath(p, tmp_path) for p in glob.glob(str(tmp_path / "**"), recursive=True)}
+    assert {p for p in everything if not p.startswith("tmp")} == {".", weird.name}
+    assert lower_trace.load_trace(str(root / folder)).kernels[0].name == "gemm"
 
 
 # --- property-based: the path sanitiser, the store, the report's escaping -------------------

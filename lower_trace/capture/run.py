@@ -130,6 +130,15 @@ class TraceRun:
                 return
         self.worker.submit(lambda: self._append("note", {"text": text}))
 
+    def edits_fault(self, exc: OSError) -> None:
+        root = self.edits.root if self.edits is not None else self.script_dir
+        self.edits = None
+        self.messages.say(
+            f"cannot use the working copies in {root} ({exc.__class__.__name__}: {exc}); "
+            "edit and recompile is off for this run, your compile goes on with the generated source",
+            once="edits-disk",
+        )
+
     def edit_resolved(self, kernel: str, outcome: EditOutcome) -> None:
         """Say what happened to a kernel's working copy: each run, once per file."""
         self.messages.say(outcome.message(kernel), once=f"edit:{outcome.path}")

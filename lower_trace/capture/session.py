@@ -268,6 +268,9 @@ class CompileSession:
             return generated
         try:
             outcome = edits.resolve(self.kernel_name, self.signature, active.role, active.language, generated)
+        except OSError as exc:
+            self.run.edits_fault(exc)
+            return generated
         except Exception as exc:
             self.tracer_fault(exc)
             return generated
@@ -348,11 +351,15 @@ class CompileSession:
         # Outermost first: the deepest open pass is the one that raised.
         ordered = sorted(self._interrupted, key=lambda p: (p.depth, p.seq))
         failing = ordered[-1]
+        interrupted = isinstance(error, KeyboardInterrupt)  # Ctrl-C stops a pass; it does not fail it
         for open_pass in ordered:
-            if open_pass is failing and error is not None:
+            if open_pass is failing and error is not None and not interrupted:
                 self._record(open_pass, None, status=PassStatus.FAILED, error=error_info(error))
             else:
-                note = ErrorInfo("Interrupted", f"did not finish: nested pass {failing.name} failed") if error else None
+                if interrupted:
+                    note = ErrorInfo("KeyboardInterrupt", "interrupted (Ctrl-C) while this pass ran")
+                else:
+                    note = ErrorInfo("Interrupted", f"did not finish: nested pass {failing.name} failed") if error else None
                 self._record(open_pass, None, status=PassStatus.INCOMPLETE, error=note)
 
     def tracer_fault(self, exc: BaseException) -> None:

@@ -117,10 +117,7 @@ def write_report(run_dir: str, out_path: str | None = None, latest_link: str | N
     """Render the run in run_dir to out_path (default run_dir/report.html); latest_link gets a pointer page."""
     trace = load_trace(run_dir)
     out_path = out_path or os.path.join(trace.path, "report.html")
-    tmp = f"{out_path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(render(trace))
-    os.replace(tmp, out_path)
+    _write_atomically(out_path, render(trace))
     if latest_link:
         write_pointer(latest_link, out_path)
     return os.path.abspath(out_path)
@@ -131,7 +128,19 @@ def write_pointer(path: str, target: str) -> None:
     relative = os.path.relpath(target, os.path.dirname(os.path.abspath(path))).replace(os.sep, "/")
     href = urllib.parse.quote(relative)
     page = _asset("pointer.html").replace("{{href}}", href)
+    _write_atomically(path, page)
+
+
+def _write_atomically(path: str, text: str) -> None:
+    """Write to a temporary file and rename it over path; never leave the temporary behind."""
     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(page)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
