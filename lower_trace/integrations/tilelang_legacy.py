@@ -23,14 +23,12 @@ import sys
 from contextvars import ContextVar
 from typing import Any
 
-import tvm
-import tvm_ffi
 
 from ..capture.naming import call_sites
 from ..capture.session import CompileSession
 from .tilelang_common import PHASE_OF_FUNCTION, bypass_kernel_cache, keep_builtin_tracer_off, restore_kernel_cache, versions
 from .patching import Patches
-from .tvm_ir import SKIP_DIRS, TVMIR, SourceHooks, TrackerInstrument
+from .tvm_ir import SKIP_DIRS, TVMIR, GlobalFunctions, SourceHooks, run_traced
 
 _phase: ContextVar[str | None] = ContextVar("lower_trace_legacy_phase", default=None)
 _session: ContextVar[CompileSession | None] = ContextVar("lower_trace_legacy_session", default=None)
@@ -48,7 +46,7 @@ class LegacyTileLangIntegration:
         self._get_run = get_run
         self._ir = TVMIR(_phase.get, _PHASE_RULES)
         self._patches = Patches()
-        self._codegen: list[tuple[str, Any]] = []
+        self._codegen = GlobalFunctions()
         self._hooks = SourceHooks()
         self._cache_was_enabled = False
 
@@ -64,15 +62,13 @@ class LegacyTileLangIntegration:
             original_jit = kernel_class.__dict__["_compile_and_create_adapter"]
             self._patches.replace(kernel_class, "_compile_and_create_adapter", self._traced_jit(original_jit))
         self._patch_phases()
-        self._wrap_codegen()
+        self._codegen.wrap("target.build.tilelang_", _traced_codegen)
         self._hooks.install()
         self._cache_was_enabled = bypass_kernel_cache(run)
 
     def uninstall(self) -> None:
         self._patches.undo()
-        for name, original in reversed(self._codegen):
-            tvm_ffi.register_global_func(name, original, override=True)
-        self._codegen = []
+        self._codegen.restore()
         self._hooks.uninstall()
         restore_kernel_cache(self._cache_was_enabled)
         self._cache_was_enabled = False
@@ -86,10 +82,7 @@ class LegacyTileLangIntegration:
             run = self._get_run()
             if run is None:
                 return original(*args, **kwargs)
-            outer = _session.get()
-            if outer is not None and outer.attached:
-                return original(*args, **kwargs)  # a nested call of the same compile
-            return self._in_session(run, outer, original, args, kwargs, attach=True)
+            return run_traced(run, _session, lambda: CompileSession(run, self._ir, entry="lower"), lambda: original(*args, **kwargs))
 
         lower.__wrapped__ = original  # type: ignore[attr-defined]
         return lower
@@ -102,42 +95,11 @@ class LegacyTileLangIntegration:
             run = self._get_run()
             if run is None or _session.get() is not None:
                 return original(kernel, *args, **kwargs)
-            return self._in_session(run, None, lambda *a, **k: original(kernel, *a, **k), args, kwargs, attach=False)
+            new_session = lambda: CompileSession(run, self._ir, entry="jit")  # noqa: E731
+            return run_traced(run, _session, new_session, lambda: original(kernel, *args, **kwargs), attach=False)
 
         compile_and_create_adapter.__wrapped__ = original  # type: ignore[attr-defined]
         return compile_and_create_adapter
-
-    def _in_session(self, run: Any, session: CompileSession | None, call: Any, args: Any, kwargs: Any, attach: bool) -> Any:
-        owner = session is None
-        context = previous = None
-        try:
-            if owner:
-                session = CompileSession(run, self._ir, entry="lower" if attach else "jit")
-            if attach:
-                context = tvm.transform.PassContext.current()
-                previous = list(context.instruments)
-                context.override_instruments([*previous, TrackerInstrument(session)])
-                session.attached = True
-        except Exception as exc:
-            run.tracer_fault(exc)
-            return call(*args, **kwargs)
-        token = _session.set(session) if owner else None
-        error: BaseException | None = None
-        try:
-            return call(*args, **kwargs)
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            try:
-                if context is not None:
-                    context.override_instruments(previous)  # closes our tracker: failed passes are known now
-                    session.attached = False
-                if owner:
-                    _session.reset(token)
-                    session.finish(error)
-            except Exception as exc:
-                run.tracer_fault(exc)
 
     # --- phases ----------------------------------------------------------------------
 
@@ -151,17 +113,6 @@ class LegacyTileLangIntegration:
             function = getattr(phase_module, name, None)
             if function is not None:
                 self._patches.replace_everywhere(function, _in_phase(name, function))
-
-    # --- codegen ---------------------------------------------------------------------
-
-    def _wrap_codegen(self) -> None:
-        for name in tvm_ffi.registry.list_global_func_names():
-            if not name.startswith("target.build.tilelang_"):
-                continue
-            original = tvm_ffi.get_global_func(name)
-            tvm_ffi.register_global_func(name, _traced_codegen(name, original), override=True)
-            self._codegen.append((name, original))
-
 
 def _pipeline_in_phase(original: Any) -> Any:
     def lower(pipeline: Any, mod: Any, target: Any) -> Any:

@@ -25,7 +25,7 @@ import lower_trace
 from ..capture.session import CompileSession
 from ..capture.tracker import PassTracker
 from .patching import Patches
-from .tvm_ir import TVMIR, TrackerInstrument, tvm_version
+from .tvm_ir import TVMIR, GlobalFunctions, run_traced, tvm_version
 
 _session: ContextVar[CompileSession | None] = ContextVar("lower_trace_tvm_session", default=None)
 # Only Pass.__call__'s own folder and ours are skipped when looking for who ran a pass:
@@ -62,7 +62,7 @@ class TVMIntegration:
         self._get_run = get_run
         self._ir = _ir()
         self._patches = Patches()
-        self._codegen: list[tuple[str, Any]] = []
+        self._codegen = GlobalFunctions()
 
     def install(self) -> None:
         self._get_run().info.versions.update(versions())
@@ -71,45 +71,19 @@ class TVMIntegration:
             original = getattr(module, name, None)
             if original is not None:
                 self._patches.replace_everywhere(original, self._traced_entry(f"{module_name}.{name}", original), package="tvm")
-        for name in tvm_ffi.registry.list_global_func_names():
-            if name.startswith("target.build."):
-                original = tvm_ffi.get_global_func(name)
-                tvm_ffi.register_global_func(name, _traced_codegen(name, original), override=True)
-                self._codegen.append((name, original))
+        self._codegen.wrap("target.build.", _traced_codegen)
 
     def uninstall(self) -> None:
         self._patches.undo()
-        for name, original in reversed(self._codegen):
-            tvm_ffi.register_global_func(name, original, override=True)
-        self._codegen = []
+        self._codegen.restore()
 
     def _traced_entry(self, entry: str, original: Any) -> Any:
         def compile_traced(*args: Any, **kwargs: Any) -> Any:
             run = self._get_run()
             if run is None or _session.get() is not None:
-                return original(*args, **kwargs)
-            try:
-                session = CompileSession(run, self._ir, entry=entry, edits=False)
-                context = tvm.transform.PassContext.current()
-                previous = list(context.instruments)
-                context.override_instruments([*previous, TrackerInstrument(session)])
-            except Exception as exc:
-                run.tracer_fault(exc)
-                return original(*args, **kwargs)
-            token = _session.set(session)
-            error: BaseException | None = None
-            try:
-                return original(*args, **kwargs)
-            except BaseException as exc:
-                error = exc
-                raise
-            finally:
-                _session.reset(token)
-                try:
-                    context.override_instruments(previous)
-                    session.finish(error)
-                except Exception as exc:
-                    run.tracer_fault(exc)
+                return original(*args, **kwargs)  # off, or inside a compile already traced
+            new_session = lambda: CompileSession(run, self._ir, entry=entry, edits=False)  # noqa: E731
+            return run_traced(run, _session, new_session, lambda: original(*args, **kwargs))
 
         compile_traced.__wrapped__ = original  # type: ignore[attr-defined]
         return compile_traced

@@ -20,7 +20,7 @@ import tvm_ffi
 import lower_trace
 
 from ..capture.naming import call_sites, factory_name
-from ..capture.session import current_codegen
+from ..capture.session import CompileSession, current_codegen
 from ..capture.tracker import PassTracker
 
 _LANGUAGE_OF_CODEGEN = (
@@ -45,6 +45,73 @@ _make_source_module = tvm_ffi.get_global_func("runtime.CSourceModuleCreate", all
 PhaseRules = Sequence[tuple[str, str]]
 # Names TVM gives passes built from plain functions or lists.
 ANONYMOUS_PASSES = ("sequential", "_pipeline")
+
+
+def run_traced(
+    run: Any,
+    session_var: Any,
+    new_session: Callable[[], CompileSession],
+    call: Callable[[], Any],
+    attach: bool = True,
+) -> Any:
+    """Run call() as a traced compile, for integrations without TileLang's instrumentation API.
+
+    With no session in session_var, a new one is opened and finished here (with the
+    error, if call raises). With attach, our tracker joins the instruments of the
+    current PassContext for the duration (unless the session already has one there).
+    Faults of the tracer fall back to running call() untraced.
+    """
+    session = session_var.get()
+    owner = session is None
+    attach = attach and (owner or not session.attached)
+    context = previous = None
+    try:
+        if owner:
+            session = new_session()
+        if attach:
+            context = tvm.transform.PassContext.current()
+            previous = list(context.instruments)
+            context.override_instruments([*previous, TrackerInstrument(session)])
+            session.attached = True
+    except Exception as exc:
+        run.tracer_fault(exc)
+        return call()
+    token = session_var.set(session) if owner else None
+    error: BaseException | None = None
+    try:
+        return call()
+    except BaseException as exc:
+        error = exc
+        raise
+    finally:
+        try:
+            if context is not None:
+                context.override_instruments(previous)  # closes our tracker: failed passes are known now
+                session.attached = False
+            if owner:
+                session_var.reset(token)
+                session.finish(error)
+        except Exception as exc:
+            run.tracer_fault(exc)
+
+
+class GlobalFunctions:
+    """TVM global functions re-registered with a wrapper; restore() puts back the originals."""
+
+    def __init__(self) -> None:
+        self._replaced: list[tuple[str, Any]] = []
+
+    def wrap(self, prefix: str, make_wrapper: Callable[[str, Any], Any]) -> None:
+        for name in tvm_ffi.registry.list_global_func_names():
+            if name.startswith(prefix):
+                original = tvm_ffi.get_global_func(name)
+                tvm_ffi.register_global_func(name, make_wrapper(name, original), override=True)
+                self._replaced.append((name, original))
+
+    def restore(self) -> None:
+        for name, original in reversed(self._replaced):
+            tvm_ffi.register_global_func(name, original, override=True)
+        self._replaced = []
 
 
 def tvm_version() -> str:
