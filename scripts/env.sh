@@ -39,6 +39,8 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$PINS" ]; 
   "$VENV/bin/python" -c "import $CHECK, pytest" # fail loudly if the install did not work
   echo "$PINS" > "$STAMP"
 fi
+# A development link (scripts/dev-install.sh) gives way to the package as users install it.
+rm -f "$("$VENV/bin/python" -c 'import site; print(site.getsitepackages()[0])')/_lower_trace_dev.pth"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$ROOT" 2>&1 | grep -v "^WARNING: Location" >&2 || true
 "$VENV/bin/python" -c "import lower_trace"
 echo "$VENV"

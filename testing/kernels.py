@@ -177,3 +177,30 @@ CUDA_KERNELS = {
     "row_sum": row_sum,
     "flash_attention": flash_attention,
 }
+
+
+def scaled_add(M=1024, N=1024, factor=3.0, block_M=32, block_N=32, threads=128, dtype="float32"):
+    """C = A * factor + B: one small kernel with many variants (constants and tiles), as a sweep makes."""
+
+    @T.prim_func
+    def scaled_add(
+        A: T.Tensor((M, N), dtype),
+        B: T.Tensor((M, N), dtype),
+        C: T.Tensor((M, N), dtype),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            for i, j in T.Parallel(block_M, block_N):
+                C[by * block_M + i, bx * block_N + j] = A[by * block_M + i, bx * block_N + j] * T.cast(factor, dtype) + B[by * block_M + i, bx * block_N + j]
+
+    return scaled_add
+
+
+def sweep_variants(count):
+    """`count` distinct variants of scaled_add (same name, same buffers): factor x tiles x threads."""
+    tiles = [(32, 32), (16, 64), (64, 16), (32, 64), (64, 32), (16, 32)]
+    threads = [128, 256]
+    out = []
+    for i in range(count):
+        block_m, block_n = tiles[i % len(tiles)]
+        out.append(dict(factor=float(1 + i // (len(tiles) * len(threads))), block_M=block_m, block_N=block_n, threads=threads[(i // len(tiles)) % len(threads)]))
+    return out
