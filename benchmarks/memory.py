@@ -1,11 +1,13 @@
 """Memory: RSS growth per traced compile, untraced vs lower-trace vs TileLang's built-in.
 
-    python benchmarks/memory.py [--compiles 100]
+    python benchmarks/memory.py [--compiles 200] [--builtin-compiles 40]
 
 Each configuration runs in a fresh interpreter: 10 warm-up compiles (caches fill),
-then --compiles more; the growth of the resident set between the two points,
-divided by the compiles, is what a long traced session leaks per compile.
-Target for lower-trace: < 0.5 MB per compile.
+then --compiles more, every one a different variant of one kernel (as a sweep
+compiles them: same name and buffers, other constants and tiles); the growth of
+the resident set between the two points, divided by the compiles, is what a long
+traced session keeps per compile. Target for lower-trace: <= 0.05 MB per compile.
+TileLang's built-in tracer is slow at scale, so it runs --builtin-compiles.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def rss_mb():
 
 target = tvm.target.Target({{"kind": "cuda", "arch": "sm_90a"}})
 mode, count = {mode!r}, {count}
+variants = kernels.sweep_variants(count + 10)
 trace_dir = tempfile.mkdtemp()
 with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
     if mode == "lower-trace":
@@ -38,17 +41,17 @@ with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib
     elif mode == "built-in":
         from tilelang.tools import lower_trace as builtin
         builtin.enable(mode="html", trace_dir=trace_dir)
-    def compile_one():
+    def compile_one(i):
         with target:
-            tilelang.lower(kernels.elementwise_add(), target=target)
-    for _ in range(10):
-        compile_one()
+            tilelang.lower(kernels.scaled_add(**variants[i]), target=target)
+    for i in range(10):
+        compile_one(i)
     if mode == "lower-trace":
         lower_trace.current_run().worker.wait()
     gc.collect()
     start = rss_mb()
-    for _ in range(count):
-        compile_one()
+    for i in range(count):
+        compile_one(10 + i)
     if mode == "lower-trace":
         lower_trace.current_run().worker.wait()
     gc.collect()
@@ -61,18 +64,23 @@ print(f"{{start:.1f}} {{end:.1f}}")
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compiles", type=int, default=100)
+    parser.add_argument("--compiles", type=int, default=200)
+    parser.add_argument("--builtin-compiles", type=int, default=40, help="compiles for TileLang's built-in tracer (0: skip)")
     args = parser.parse_args()
-    print(f"{'configuration':<14} {'RSS after warm-up':>18} {'RSS after':>10} {'growth/compile':>15}")
+    print(f"{'configuration':<14} {'compiles':>8} {'RSS after warm-up':>18} {'RSS after':>10} {'growth/compile':>15}")
     for mode in ("untraced", "lower-trace", "built-in"):
-        code = CHILD.format(testing=os.path.join(HERE, "..", "testing"), mode=mode, count=args.compiles)
+        count = args.builtin_compiles if mode == "built-in" else args.compiles
+        if not count:
+            continue
+        code = CHILD.format(testing=os.path.join(HERE, "..", "testing"), mode=mode, count=count)
         env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
+        env["TILELANG_DISABLE_CACHE"] = "1"  # every variant really compiles
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
         if proc.returncode != 0:
             print(f"{mode}: failed\n{proc.stderr[-2000:]}")
             return 1
         start, end = map(float, proc.stdout.split()[-2:])
-        print(f"{mode:<14} {start:>15.1f} MB {end:>7.1f} MB {(end - start) / args.compiles:>12.3f} MB")
+        print(f"{mode:<14} {count:>8} {start:>15.1f} MB {end:>7.1f} MB {(end - start) / count:>12.3f} MB")
     return 0
 
 

@@ -8,8 +8,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .capture.run import Messages, TraceRun
+from .capture.messages import Messages
+from .capture.run import TraceRun
 from .config import Config, make_config
+from .store import REPORT
 
 _lock = threading.RLock()
 _run: TraceRun | None = None
@@ -48,12 +50,27 @@ def _start(config: Config) -> TraceRun:
         if _run is not None:
             _run.close()
         _run = TraceRun(config, _messages)
+        _attach_renderers(_run)
         _first_start = _first_start or _run.info.started
         if not _atexit_registered:
             atexit.register(_at_exit)
             _atexit_registered = True
         integrations.attach(current_run)
         return _run
+
+
+def _attach_renderers(run: TraceRun) -> None:
+    """The views a run feeds as kernels finish: the live terminal view, the HTML report."""
+    try:
+        from .render.live import ReportListener, TerminalListener
+    except Exception as exc:  # a broken renderer must not stop tracing (nor the program)
+        run.tracer_fault(exc)
+        return
+    if run.config.prints_terminal:
+        run.add_listener(TerminalListener(lambda: _messages.stream, run.config.live_filter))
+    if run.config.writes_report:
+        report = os.path.join(run.run_dir, REPORT)
+        run.add_listener(ReportListener(report, run.info, latest_link=os.path.join(run.script_dir, REPORT)))
 
 
 def reset() -> TraceRun | None:

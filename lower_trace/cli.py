@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import runpy
 import sys
 import time
+import warnings
+from collections.abc import Callable
+from types import CodeType, ModuleType
 
 from . import __version__
 from .config import DEFAULT_TRACE_DIR, ENV_DIR, ENV_MODE, MODES, ConfigError, default_trace_dir, parse_mode
-from .model import CodegenRecord, Trace
-from .store import TraceNotFound, list_runs, load_trace
+from .model import CodegenRecord, KernelTrace, PassRecord, Trace
+from .store import TraceDamaged, TraceNotFound, list_runs, load_trace
 
 
 class UsageError(Exception):
@@ -32,38 +36,189 @@ def cmd_run(args: argparse.Namespace) -> int:
     if mode is None:
         raise UsageError("--mode must turn tracing on: terminal, html or both")
     if not args.module and not args.script:
-        raise UsageError("name a script to run: lower-trace run kernel.py [args...]")
-    if not args.module and not os.path.isfile(args.script):
-        raise UsageError(f"{args.script}: no such script")
-    # As python does: argv and sys.path[0] are the script's (or, for -m, the current folder).
+        raise UsageError("name a script to run: lower-trace run kernel.py [args...] (or -m module)")
+    script = None
     if args.module:
         # argparse hands the module's first argument to `script`: give it back.
-        sys.argv = [args.module, *([args.script] if args.script else []), *args.args]
-        sys.path[0] = os.getcwd()
+        argv = [args.module, *([args.script] if args.script else []), *args.args]
+        path0 = os.getcwd()
     else:
-        sys.argv = [args.script, *args.args]
-        sys.path[0] = os.path.dirname(os.path.abspath(args.script))
+        script = _Script(args.script)  # every mistake about the script is one line, before anything runs
+        argv = [args.script, *args.args]
+        path0 = script.path0
+    from . import api
+    from .config import config_from_env
+
     # Children the script starts are traced too, exactly as with the variable.
     os.environ[ENV_MODE] = mode
     if args.dir:
         os.environ[ENV_DIR] = args.dir
-    from . import api
-    from .config import config_from_env
+    try:
+        config = config_from_env(origin="cli", dir_origin="cli" if args.dir else "env")
+    except ConfigError as exc:  # e.g. a bad TL_LOWER_TRACE_FILTER
+        raise UsageError(str(exc)) from None
+    # As python does: argv and sys.path[0] are the script's (or, for -m, the current folder).
+    sys.argv = argv
+    if not getattr(sys.flags, "safe_path", False):  # python -P / PYTHONSAFEPATH: no such folder on the path
+        sys.path[0] = path0
+    if script is not None:
+        try:
+            code, module = script.load()
+        except (SyntaxError, ValueError) as exc:  # shown as python shows it, before tracing starts
+            return _report_user_error(exc)
+        api._start(config)  # after sys.argv: the trace folder is named after the script
+        sys.modules["__main__"] = module  # pickle and multiprocessing find the script's objects there
+        return _run_user_code(lambda: exec(code, module.__dict__))
+    api._start(config)
+    try:
+        _check_module(args.module)  # may import the module's parent packages: traced, as python -m runs them
+    except UsageError:
+        api.disable()  # nothing ran: no "nothing was compiled" message either
+        raise
+    return _run_user_code(lambda: runpy.run_module(args.module, run_name="__main__", alter_sys=True))
 
-    api._start(config_from_env())  # after sys.argv: the trace folder is named after the script
-    if args.module:
-        runpy.run_module(args.module, run_name="__main__", alter_sys=True)
-    else:
-        runpy.run_path(args.script, run_name="__main__")
+
+class _Script:
+    """A script python would run: a file, or a folder / zip file holding __main__.py.
+    Checked as python checks it; every mistake is a UsageError (one line, exit 2)."""
+
+    def __init__(self, given: str) -> None:
+        self.given = given
+        # python makes the script's path absolute without normalising it ("/cwd/./k.py") ...
+        self.path = given if os.path.isabs(given) else os.path.join(os.getcwd(), given)
+        if not os.path.exists(given):
+            raise UsageError(f"{given}: no such script")
+        self.is_file = os.path.isfile(given) and not _is_zip(given)
+        if os.path.isdir(given) and not os.path.isfile(os.path.join(given, "__main__.py")):
+            raise UsageError(f"{given} is a folder without a __main__.py; name a Python script: lower-trace run kernel.py")
+        if not os.path.isdir(given) and not os.path.isfile(given):
+            raise UsageError(f"{given}: not a file; name a Python script")
+        try:
+            with open(given if self.is_file or not os.path.isdir(given) else os.path.join(given, "__main__.py"), "rb"):
+                pass
+        except OSError as exc:
+            raise UsageError(f"{given}: cannot read it ({exc.strerror or exc})") from None
+        # ... and puts the folder of the real file (symlinks resolved), or the folder / zip itself, first on sys.path.
+        self.path0 = os.path.dirname(os.path.realpath(self.path)) if self.is_file else self.path
+
+    def load(self) -> tuple[CodeType, ModuleType]:
+        """The code to run and the __main__ module to run it in, with the attributes python gives it."""
+        import builtins
+        import importlib.machinery
+        import importlib.util
+
+        if self.is_file:
+            with open(self.given, "rb") as handle:
+                code = compile(handle.read(), self.path, "exec", dont_inherit=True)
+            module = ModuleType("__main__")
+            loader = importlib.machinery.SourceFileLoader("__main__", self.path)
+            module.__dict__.update(__file__=self.path, __cached__=None, __builtins__=builtins, __loader__=loader, __spec__=None, __package__=None)
+            return code, module
+        # A folder or zip file: its __main__ module, found by the import system as python finds it.
+        spec = importlib.machinery.PathFinder.find_spec("__main__", [self.path])
+        get_code = getattr(spec.loader, "get_code", None) if spec is not None else None
+        code = get_code("__main__") if get_code is not None else None
+        if spec is None or code is None:
+            raise UsageError(f"{self.given}: no __main__ module in it; name a Python script")
+        return code, importlib.util.module_from_spec(spec)
+
+
+def _is_zip(path: str) -> bool:
+    import zipfile
+
+    try:
+        return zipfile.is_zipfile(path)
+    except OSError:
+        return False
+
+
+def _check_module(name: str) -> None:
+    """What python -m says when there is nothing to run, as one line."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations is not None and importlib.util.find_spec(f"{name}.__main__") is None:
+            raise UsageError(f"-m {name}: {name!r} is a package without a __main__ module; it cannot be run")
+    except UsageError:
+        raise
+    except ImportError as exc:
+        raise UsageError(f"-m {name}: {exc.msg or exc}") from None
+    except Exception as exc:  # the package's own code raised while it was looked up: python -m says so in one line too
+        raise UsageError(f"-m {name}: error while finding the module ({type(exc).__name__}: {exc})") from None
+    if spec is None:
+        raise UsageError(f"-m {name}: no module named {name!r}")
+
+
+def _run_user_code(run: Callable[[], object]) -> int:
+    """Run the user's program; its exception is printed as python prints it, exit status 1."""
+    try:
+        run()
+    except SystemExit:
+        raise  # sys.exit() in the script: its status, as under python
+    except BaseException as exc:  # the script's own exception, reported as python reports it
+        return _report_user_error(exc)
     return 0
 
 
-def _kernels(trace: Trace, key: str | None) -> list:
-    return [trace.kernel(key)] if key else list(trace.kernels)
+# Frames of lower-trace and of runpy / the import machinery, above the user's first frame.
+_RUNNER_FILES = (os.path.dirname(os.path.abspath(__file__)) + os.sep, runpy.__file__ or "<runpy>", "<frozen runpy>", "<frozen importlib.")
 
 
-def _matching_steps(kernel, key: str) -> list:
-    return [s for s in kernel.steps if str(s.seq) == key or getattr(s, "name", None) == key or getattr(s, "function", None) == key]
+def _report_user_error(exc: BaseException) -> int:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_RUNNER_FILES):
+        tb = tb.tb_next
+    sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+    return 130 if isinstance(exc, KeyboardInterrupt) else 1
+
+
+def _kernels(trace: Trace, key: str | None) -> list[KernelTrace]:
+    if not key:
+        return list(trace.kernels)
+    try:
+        return [trace.kernel(key)]
+    except LookupError as exc:
+        raise UsageError(f"{trace.path}: {exc}") from None
+
+
+def _step_name(step: PassRecord | CodegenRecord) -> str:
+    return step.function if isinstance(step, CodegenRecord) else step.name
+
+
+def _pattern(key: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(key, re.IGNORECASE)
+    except re.error:
+        return None
+
+
+def _select_steps(kernels: list[KernelTrace], key: str) -> dict[str, list[PassRecord | CodegenRecord]]:
+    """The steps PASS names, per kernel: a sequence number; else the exact name; else the name
+    without its namespace (LowerTileOp for tl.LowerTileOp); else a regex searched in the names
+    (case-insensitive). The first of these that matches anything decides, in every kernel alike."""
+    if key.isdigit():
+        return {k.kernel_id: [s for s in k.steps if s.seq == int(key)] for k in kernels}
+    pattern = _pattern(key)
+    tests = (
+        lambda name: name == key,
+        lambda name: name.rsplit(".", 1)[-1] == key,
+        lambda name: pattern is not None and pattern.search(name) is not None,
+    )
+    chosen: dict[str, list[PassRecord | CodegenRecord]] = {}
+    for test in tests:
+        chosen = {k.kernel_id: [s for s in k.steps if test(_step_name(s))] for k in kernels}
+        if any(chosen.values()):
+            break
+    return chosen
+
+
+def _no_pass(trace: Trace, key: str, where: str) -> UsageError:
+    hint = "" if _pattern(key) is not None else f" ({key!r} is not a valid regex either)"
+    return UsageError(
+        f"{trace.path}: no pass {key!r} in {where}{hint}; give a number, a name with or without its prefix"
+        f" (tl.LowerTileOp, LowerTileOp) or a regex; `lower-trace list --passes {trace.path}` lists them"
+    )
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -76,27 +231,34 @@ def cmd_show(args: argparse.Namespace) -> int:
     renderer = TerminalRenderer(sys.stdout, color=color, context=args.context)
     if args.ir is not None:
         if len(kernels) != 1:
-            raise UsageError(f"--ir needs one kernel; pick it with -k: {_kernel_names(trace)}")
-        steps = _matching_steps(kernels[0], args.ir)
+            raise UsageError(f"{trace.path}: --ir needs one kernel; pick it with -k: {_kernel_names(trace)}")
+        kernel = kernels[0]
+        steps = _select_steps(kernels, args.ir)[kernel.kernel_id]
         if not steps:
-            raise UsageError(f"no pass {args.ir!r} in kernel {kernels[0].kernel_id}; `lower-trace list --passes` shows them")
+            raise _no_pass(trace, args.ir, f"kernel {kernel.kernel_id} ({kernel.name})")
         if len(steps) > 1:
-            raise UsageError(f"{len(steps)} passes are named {args.ir!r}; pick one by number: {', '.join(str(s.seq) for s in steps)}")
+            if len({_step_name(s) for s in steps}) == 1:
+                said, numbers = f"are named {_step_name(steps[0])!r}", ", ".join(str(s.seq) for s in steps)
+            else:
+                said, numbers = f"match {args.ir!r}", ", ".join(f"{s.seq} ({_step_name(s)})" for s in steps)
+            raise UsageError(f"{trace.path}: {len(steps)} passes of kernel {kernel.kernel_id} {said}; pick one by number: {numbers}")
         step = steps[0]
         digest = step.source if isinstance(step, CodegenRecord) else (step.after or step.before)
         renderer.render_snapshot(trace.snapshot(digest))
         return 0
-    only = None
+    only: dict[str, set[int]] | None = None
     if args.pass_:
-        only = {step.seq for kernel in kernels for step in _matching_steps(kernel, args.pass_)}
-        if not only:
-            raise UsageError(f"no pass {args.pass_!r} in this trace; `lower-trace list --passes` shows them")
+        only = {kernel_id: {s.seq for s in steps} for kernel_id, steps in _select_steps(kernels, args.pass_).items()}
+        if not any(only.values()):
+            raise _no_pass(trace, args.pass_, f"kernel {kernels[0].kernel_id} ({kernels[0].name})" if len(kernels) == 1 else "this run")
     for kernel in kernels:
+        if only is not None and not only[kernel.kernel_id]:
+            continue  # the pass is not in this kernel: no empty table for it
         renderer.render_kernel(
             kernel,
             trace.snapshot,
             show_diffs=not args.no_diff,
-            only=only,
+            only=None if only is None else only[kernel.kernel_id],
             changed_only=args.changed,
             show_source=not args.no_source,
         )
@@ -109,7 +271,7 @@ def _kernel_names(trace: Trace) -> str:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """One line per kernel of the latest run (per pass with --passes; per run with --runs)."""
-    from .render.terminal import status_label
+    from .render.terminal import kernel_state, printable, status_label
 
     if args.runs:
         runs = list_runs(args.trace)
@@ -119,26 +281,34 @@ def cmd_list(args: argparse.Namespace) -> int:
             try:
                 trace = load_trace(run_dir)
             except TraceNotFound as exc:
-                print(f"{'(unreadable)':<19}  {exc}")
+                print(f"{'(unreadable)':<19}  {printable(str(exc))}")
                 continue
             started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(trace.run.started))
-            failed = sum(1 for k in trace.kernels if k.status.value == "failed")
-            print(f"{started}  {len(trace.kernels):>3} kernels {failed:>2} failed  {run_dir}")
+            states = [kernel_state(k) for k in trace.kernels]
+            failed = sum(1 for state in states if state in ("failed", "compile failed"))
+            unfinished = states.count("did not finish")
+            count = len(states)
+            line = f"{started}  {count:>3} {'kernel ' if count == 1 else 'kernels'} {failed:>2} failed  {printable(run_dir)}"
+            print(line + (f"  ({unfinished} did not finish)" if unfinished else ""))
         return 0
     trace = load_trace(args.trace)
     run = trace.run
-    print(f"run {run.run_id}  script {run.script}  {trace.path}")
+    print(f"run {printable(run.run_id)}  script {printable(run.script)}  {printable(trace.path)}")
     for kernel in trace.kernels:
+        state = kernel_state(kernel)
+        count = len(kernel.passes)
+        failed = f" {kernel.failed_count:>2} failed" if kernel.failed_count or state == "ok" else " " * 10
+        took = "" if state == "did not finish" else f" {kernel.ms:>8.1f} ms"
         print(
-            f"  {kernel.kernel_id:<4} {kernel.name:<24} {kernel.target:<20} {kernel.status.value:<8}"
-            f" {len(kernel.passes):>3} {'pass  ' if len(kernel.passes) == 1 else 'passes'} {kernel.changed_count:>3} changed {kernel.failed_count:>2} failed {kernel.ms:>8.1f} ms"
+            f"  {kernel.kernel_id:<4} {printable(kernel.name):<24} {printable(kernel.target):<20} {state:<14}"
+            f" {count:>3} {'pass  ' if count == 1 else 'passes'} {kernel.changed_count:>3} changed{failed}{took}".rstrip()
         )
         if args.passes:
             for step in kernel.steps:
                 if isinstance(step, CodegenRecord):
-                    print(f"      {step.seq:>4} {step.role + ' codegen':<22} {step.function}  {status_label(step)}")
+                    print(f"      {step.seq:>4} {step.role + ' codegen':<22} {printable(step.function)}  {status_label(step)}")
                 else:
-                    print(f"      {step.seq:>4} {step.phase:<22} {'  ' * step.depth}{step.name}  {status_label(step)}")
+                    print(f"      {step.seq:>4} {printable(step.phase):<22} {'  ' * step.depth}{printable(step.name)}  {status_label(step)}")
     return 0
 
 
@@ -162,22 +332,31 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _script_dirs(path: str) -> list[str]:
-    """Script folders holding working copies: path itself, or the folders below it."""
+    """Script folders holding working copies, from a run folder, a script folder, its
+    edits/ folder or a file in it, or the trace root (every script below it)."""
     from .override import EDITS
+    from .store import MANIFEST
 
-    if os.path.isdir(os.path.join(path, EDITS)):
-        return [path]
-    if os.path.basename(os.path.normpath(path)) == EDITS:
-        return [os.path.dirname(os.path.normpath(path))]
+    folder = os.path.normpath(path)
+    if os.path.isfile(folder):  # a run's manifest, or a working copy
+        folder = os.path.dirname(folder) or "."
+    if os.path.isdir(os.path.join(folder, EDITS)):
+        return [folder]
+    if os.path.basename(folder) == EDITS and os.path.isdir(folder):
+        return [os.path.dirname(folder) or "."]
+    if os.path.isfile(os.path.join(folder, MANIFEST)):  # a run folder: its script's working copies
+        parent = os.path.dirname(os.path.abspath(folder))
+        return [parent] if os.path.isdir(os.path.join(parent, EDITS)) else []
     try:
-        children = sorted(entry.path for entry in os.scandir(path) if entry.is_dir())
+        children = sorted(entry.path for entry in os.scandir(folder) if entry.is_dir())
     except OSError:
         raise UsageError(f"{path}: no such directory; pass a trace folder (default {DEFAULT_TRACE_DIR})") from None
     return [child for child in children if os.path.isdir(os.path.join(child, EDITS))]
 
 
 def cmd_edits(args: argparse.Namespace) -> int:
-    """List the editable generated sources (working copies) and their state, or --reset one kernel's."""
+    """List the editable generated sources (working copies): which kernel variant each is
+    for, and whether you edited it; or --reset one kernel's (or one file's)."""
     from .override import EditStore
 
     stores = [EditStore(folder) for folder in _script_dirs(args.trace)]
@@ -196,10 +375,13 @@ def cmd_edits(args: argparse.Namespace) -> int:
             print(f"{path}: back to the generated source" + (f" (your edit is saved in {backup})" if backup else ""))
         return 0
     for store in stores:
+        entries = store.entries()
         print(store.root)
-        for entry in store.entries():
-            signature = entry["key"].split("|")[1]
-            print(f"  {entry['file']:<28} {entry['kernel']:<20} {entry['role']:<7} {entry['state']:<13} {signature}")
+        width = max([len(e["file"]) for e in entries] + [12])
+        kernel_width = max([len(e["kernel"]) for e in entries] + [6])
+        for entry in entries:
+            # What tells the copy apart: its literals (constants, tiles) or its buffers.
+            print(f"  {entry['file']:<{width}}  {entry['kernel']:<{kernel_width}}  {entry['role']:<6}  {entry['state']:<12}  {entry['variant']}")
     return 0
 
 
@@ -244,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     lst.set_defaults(func=cmd_list)
 
     edits = sub.add_parser("edits", help="list or reset the editable generated sources", description=cmd_edits.__doc__)
-    edits.add_argument("trace", nargs="?", default=default_trace, help="a script folder or the trace root")
+    edits.add_argument("trace", nargs="?", default=default_trace, help="a run folder, a script folder or the trace root (every script in it)")
     edits.add_argument("--reset", metavar="KERNEL", help="return KERNEL's working copies (or one FILE's) to the generated source; edits are kept aside")
     edits.set_defaults(func=cmd_edits)
 
@@ -255,11 +437,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A damaged trace is one line on stderr, in lower-trace's own words; other warnings as Python shows them."""
+    if issubclass(category, TraceDamaged):
+        sys.stderr.write(f"lower-trace: warning: {message}\n")
+    else:
+        _python_showwarning(message, category, filename, lineno, file, line)
+
+
+_python_showwarning = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        if args.func is cmd_run:
+            return cmd_run(args)  # the user's program: its warnings (and exceptions) are its own
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", TraceDamaged)
+            warnings.showwarning = _show_warning
+            return int(args.func(args) or 0)
     except (UsageError, TraceNotFound, LookupError) as exc:
-        return _fail(str(exc).strip("'\""))
+        return _fail(exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc))
     except BrokenPipeError:
         return 0

@@ -6,16 +6,22 @@ are the ones TileLang users already know from TileLang's own tracer:
 - ``TL_LOWER_TRACE``: ``terminal``, ``html``, ``both``; truthy ``1/on/true/yes``
   means ``html``; falsy ``0/off/false/no`` or unset means off.
 - ``TL_LOWER_TRACE_DIR``: where traces go (default ``./tmp/lower_trace_dir``).
+- ``TL_LOWER_TRACE_FILTER``: what the live terminal view prints, LLVM-style
+  (``-filter-print-funcs``, ``-filter-passes``, ``-print-changed``):
+  ``kernel=REGEX;pass=REGEX;phase=REGEX;changed``, any subset, ``;``-separated.
+  The trace on disk is never filtered.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 ENV_MODE = "TL_LOWER_TRACE"
 ENV_DIR = "TL_LOWER_TRACE_DIR"
+ENV_FILTER = "TL_LOWER_TRACE_FILTER"
 DEFAULT_TRACE_DIR = os.path.join(".", "tmp", "lower_trace_dir")
 
 MODES = ("terminal", "html", "both")
@@ -49,6 +55,56 @@ def parse_mode(value: str | None) -> str | None:
 
 
 @dataclass(frozen=True)
+class LiveFilter:
+    """Which kernels and passes the live terminal view prints (TL_LOWER_TRACE_FILTER)."""
+
+    kernel: str = ""  # regex searched in the kernel's name
+    pass_: str = ""  # regex searched in the pass's name
+    phase: str = ""  # regex searched in the pass's phase
+    changed_only: bool = False
+
+    @property
+    def active(self) -> bool:
+        return bool(self.kernel or self.pass_ or self.phase or self.changed_only)
+
+
+_FILTER_KEYS = ("kernel", "pass", "phase")
+
+
+def parse_filter(value: str | None) -> LiveFilter:
+    """``kernel=REGEX;pass=REGEX;phase=REGEX;changed`` -> LiveFilter; ConfigError naming the syntax otherwise."""
+    text = (value or "").strip()
+    if not text:
+        return LiveFilter()
+    found: dict[str, str] = {}
+    changed = False
+    for item in (part.strip() for part in text.split(";")):
+        if not item:
+            continue
+        if item == "changed":
+            changed = True
+            continue
+        key, sep, pattern = item.partition("=")
+        key = key.strip()
+        if not sep or key not in _FILTER_KEYS:
+            raise ConfigError(f"{ENV_FILTER}: {item!r} is not understood; use kernel=REGEX;pass=REGEX;phase=REGEX;changed")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"{ENV_FILTER}: {key}={pattern!r} is not a valid regex ({exc})") from None
+        found[key] = pattern
+    return LiveFilter(kernel=found.get("kernel", ""), pass_=found.get("pass", ""), phase=found.get("phase", ""), changed_only=changed)
+
+
+# How the user switched tracing on, so that messages name the setting they used.
+SETTINGS = {
+    "env": (ENV_MODE, ENV_DIR),
+    "api": ("mode=", "trace_dir="),
+    "cli": ("--mode", "--dir"),
+}
+
+
+@dataclass(frozen=True)
 class Config:
     """What to trace and where to put it."""
 
@@ -56,6 +112,10 @@ class Config:
     trace_dir: str = DEFAULT_TRACE_DIR
     # True when the user named the directory; terminal mode writes to disk only then.
     trace_dir_given: bool = False
+    live_filter: LiveFilter = field(default_factory=LiveFilter)
+    filter_error: str = ""  # a TL_LOWER_TRACE_FILTER that could not be read: said once, the view unfiltered
+    origin: str = "env"  # env, api (enable/trace) or cli (lower-trace run)
+    dir_origin: str = "env"  # where trace_dir came from, likewise
 
     @property
     def enabled(self) -> bool:
@@ -73,13 +133,39 @@ class Config:
     def writes_trace(self) -> bool:
         return self.writes_report or self.trace_dir_given
 
+    @property
+    def mode_setting(self) -> str:
+        """The name of the setting that chose the mode, as the user wrote it."""
+        return SETTINGS.get(self.origin, SETTINGS["env"])[0]
 
-def config_from_env(environ: Mapping[str, str] | None = None) -> Config:
-    """Read the configuration from the environment (raises ConfigError on a bad mode)."""
+    @property
+    def dir_setting(self) -> str:
+        return SETTINGS.get(self.dir_origin, SETTINGS["env"])[1]
+
+
+def config_from_env(environ: Mapping[str, str] | None = None, origin: str = "env", dir_origin: str = "env") -> Config:
+    """Read the configuration from the environment (raises ConfigError on a bad mode or filter)."""
     env = os.environ if environ is None else environ
     mode = parse_mode(env.get(ENV_MODE))
     raw_dir = env.get(ENV_DIR, "").strip()
-    return Config(mode=mode, trace_dir=raw_dir or DEFAULT_TRACE_DIR, trace_dir_given=bool(raw_dir))
+    live_filter, filter_error = _filter_from(env)
+    return Config(
+        mode=mode,
+        trace_dir=raw_dir or DEFAULT_TRACE_DIR,
+        trace_dir_given=bool(raw_dir),
+        live_filter=live_filter,
+        filter_error=filter_error,
+        origin=origin,
+        dir_origin=dir_origin,
+    )
+
+
+def _filter_from(env: Mapping[str, str]) -> tuple[LiveFilter, str]:
+    """A bad filter must not cost the user their trace: it is reported and ignored."""
+    try:
+        return parse_filter(env.get(ENV_FILTER)), ""
+    except ConfigError as exc:
+        return LiveFilter(), f"{exc}; the live view is not filtered"
 
 
 def default_trace_dir() -> str:
@@ -90,10 +176,13 @@ def default_trace_dir() -> str:
 def make_config(mode: str | None = "html", trace_dir: str | os.PathLike | None = None) -> Config:
     """Build a Config for the Python API; an unset trace_dir falls back to the environment."""
     parsed = parse_mode(mode) if mode is not None else None
+    live_filter, filter_error = _filter_from(os.environ)
+    base = Config(mode=parsed, live_filter=live_filter, filter_error=filter_error, origin="api")
     if trace_dir is not None:
-        return Config(mode=parsed, trace_dir=os.fspath(trace_dir), trace_dir_given=True)
+        return replace(base, trace_dir=os.fspath(trace_dir), trace_dir_given=True, dir_origin="api")
+    # The folder comes from the environment (or the default): messages name TL_LOWER_TRACE_DIR for it.
     from_env = config_from_env({ENV_DIR: os.environ.get(ENV_DIR, "")})
-    return Config(mode=parsed, trace_dir=from_env.trace_dir, trace_dir_given=from_env.trace_dir_given)
+    return replace(base, trace_dir=from_env.trace_dir, trace_dir_given=from_env.trace_dir_given)
 
 
 def mode_variable_is_set() -> bool:
@@ -117,10 +206,12 @@ def hide_mode_variable() -> Callable[[], None]:
 
 
 def color_wanted(is_tty: bool, environ: Mapping[str, str] | None = None) -> bool:
-    """Colour follows NO_COLOR (off), then FORCE_COLOR (on), then whether the stream is a tty."""
+    """Colour follows NO_COLOR (off), then FORCE_COLOR (on), then TERM=dumb (off), then whether the stream is a tty."""
     env = os.environ if environ is None else environ
     if env.get("NO_COLOR", ""):
         return False
     if env.get("FORCE_COLOR", ""):
         return True
+    if env.get("TERM", "") == "dumb":  # a terminal that says it cannot show colour
+        return False
     return is_tty

@@ -1,4 +1,4 @@
-"""Pure text diffs between two snapshots: hunks, line stats, intra-line spans.
+"""Pure text diffs between two snapshots: hunks and line stats.
 
 No ANSI and no HTML here: renderers decide how a diff looks. Diffs are computed
 when something renders them, never in the compiler's hot path.
@@ -7,7 +7,6 @@ when something renders them, never in the compiler's hot path.
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -91,41 +90,3 @@ def hunks(before: str, after: str, context: int = 3) -> list[Hunk]:
             )
         )
     return result
-
-
-def unified(before: str, after: str, context: int = 3, old_name: str = "before", new_name: str = "after") -> str:
-    """The classic unified diff text (for files, patches and plain terminals)."""
-    lines = [f"--- {old_name}", f"+++ {new_name}"]
-    for hunk in hunks(before, after, context):
-        lines.append(hunk.header)
-        lines.extend(f"{line.tag}{line.text}" for line in hunk.lines)
-    return "\n".join(lines) + "\n" if len(lines) > 2 else ""
-
-
-_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
-
-
-def word_spans(old_line: str, new_line: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """Character ranges that differ between two lines, at word granularity (old spans, new spans)."""
-    old_tokens = _TOKEN.findall(old_line)
-    new_tokens = _TOKEN.findall(new_line)
-    matcher = difflib.SequenceMatcher(None, old_tokens, new_tokens, autojunk=False)
-    old_offsets = _offsets(old_tokens)
-    new_offsets = _offsets(new_tokens)
-    old_spans: list[tuple[int, int]] = []
-    new_spans: list[tuple[int, int]] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        if i2 > i1:
-            old_spans.append((old_offsets[i1], old_offsets[i2]))
-        if j2 > j1:
-            new_spans.append((new_offsets[j1], new_offsets[j2]))
-    return old_spans, new_spans
-
-
-def _offsets(tokens: list[str]) -> list[int]:
-    offsets = [0]
-    for token in tokens:
-        offsets.append(offsets[-1] + len(token))
-    return offsets

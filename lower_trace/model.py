@@ -19,7 +19,6 @@ class PassStatus(str, enum.Enum):
     FAILED = "failed"
     # Started but never finished: the process died, or an enclosing pass failed.
     INCOMPLETE = "incomplete"
-    CODEGEN = "codegen"
 
 
 class KernelStatus(str, enum.Enum):
@@ -89,6 +88,36 @@ class CodegenRecord:
     edit_path: str = ""  # the working copy
     edit_backup: str = ""  # where a conflicting edit was saved
     generated: str = ""  # digest of the fresh codegen, when something else was compiled
+
+
+@dataclass(frozen=True)
+class KernelStart:
+    """The manifest's ``kernel`` record: a compile began (written before its passes)."""
+
+    kernel_id: str
+    name: str
+    started: float = 0.0
+    target: str = ""
+    entry: str = ""
+    pass_configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class KernelEnd:
+    """The manifest's ``kernel_end`` record: the compile returned or raised."""
+
+    kernel_id: str
+    status: KernelStatus
+    ms: float = 0.0
+    target: str = ""
+    error: ErrorInfo | None = None
+
+
+@dataclass(frozen=True)
+class Note:
+    """The manifest's ``note`` record: something the user was told during the run."""
+
+    text: str
 
 
 @dataclass(frozen=True)

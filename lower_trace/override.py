@@ -1,13 +1,21 @@
-"""Edit the generated source and rerun: per-kernel working copies, three-way safe.
+"""Edit the generated source and rerun: a working copy per kernel variant, three-way safe.
 
 Layout, beside the runs of a script::
 
     {trace_dir}/{script}/edits/
-        index.json                  kernel (name, signature, role) -> file name
-        gemm.cu                     the working copy: yours to edit
+        index.json                  working copy -> kernel, buffers, role, variant (format 2)
+        index.log                   changes since index.json was written (folded in now and then)
+        gemm.cu                     the working copy of the first variant: yours to edit
+        gemm-3fa9c1.cu              another variant's (other constants, tiles, shapes, configs)
         .baseline/gemm.cu           what codegen produced when the working copy was last synced
+        .variants/<hash>.tir        the TIR of one version of the kernel's code (to tell variants apart)
         gemm.cu.<stamp>.edit        your edit, kept when a conflict or a reset replaced it
         gemm.cu.<stamp>.base        the baseline that edit was made against
+
+Which working copy a compile uses is decided from the kernel's TIR as handed to
+lowering, with the target and pass configs (variants.py): the same TIR is the same
+variant; the same code with other literals is another variant; changed code takes
+over the working copy of the variant it succeeds (see ``_variant_file``).
 
 On every traced compile, for each generated source (device, and host where it is
 compiled from source), the working copy, the baseline and the latest codegen decide:
@@ -26,21 +34,30 @@ from __future__ import annotations
 import contextlib
 import enum
 import fcntl
-import hashlib
 import json
 import os
 import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from .paths import safe_component
+from .variants import Variant, align, analyse, source_skeleton
 
 EDITS = "edits"
 BASELINE = ".baseline"
+VARIANTS = ".variants"
 INDEX = "index.json"
+JOURNAL = "index.log"
+FORMAT = 2  # 1 (no "format" key): {"kernel|signature|role": {file, kernel, role, language}}
 _SAFE_FILE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")  # one plain name inside edits/, never a path
+_HEX = re.compile(r"[0-9a-f]{32}")
 EXTENSIONS = {"cuda": ".cu", "hip": ".hip", "c": ".c", "metal": ".metal", "wgsl": ".wgsl", "python": ".py"}
+SUCCESSOR_SIMILARITY = 0.5  # changed code takes over a variant's copy only if it is mostly that code
+_HISTORY = 8  # older codes remembered per working copy
+
+Group = tuple[str, str, str, str]  # kernel, signature, role, language
 
 
 class EditStatus(str, enum.Enum):
@@ -58,7 +75,7 @@ class EditOutcome:
     backup: str = ""  # where an edit was saved aside (CONFLICT)
     backup_base: str = ""  # the baseline that edit was made against
     created: bool = False  # the working copy was written for the first time
-    siblings: tuple[str, ...] = ()  # edited working copies of same-named kernels with other buffers
+    siblings: tuple[str, ...] = ()  # edited working copies of this kernel's other variants
 
     @property
     def uses_edit(self) -> bool:
@@ -69,8 +86,12 @@ class EditOutcome:
         if self.created:
             text = f"{kernel}: generated source saved to {where}; edit it and rerun to compile your version"
             if self.siblings:
-                others = ", ".join(_short(p) for p in self.siblings)
-                text += f" (your edit in {others} is for other shapes or dtypes, so it is not used here)"
+                others = ", ".join(_short(p) for p in self.siblings[:3])
+                if len(self.siblings) > 3:
+                    others += f" and {len(self.siblings) - 3} more"
+                verb = "is" if len(self.siblings) == 1 else "are"
+                noun = "edit" if len(self.siblings) == 1 else "edits"
+                text += f" (your {noun} in {others} {verb} for other variants of {kernel}, so not used here; `lower-trace edits` says which is which)"
             return text
         if self.status is EditStatus.PATCHED:
             return f"{kernel}: PATCHED, compiling your edit of {where}"
@@ -98,15 +119,41 @@ def line_directive(text: str, path: str, language: str) -> str:
     return f'#line 1 "{quoted}"\n{text}'
 
 
-def signature_key(signature: str) -> str:
-    return hashlib.blake2b(signature.encode("utf-8", "surrogatepass"), digest_size=3).hexdigest()
+def _group(entry: dict[str, Any]) -> Group:
+    return (entry["kernel"], entry["signature"], entry["role"], entry["language"])
 
 
 class EditStore:
-    """The working copies of one script (one folder, shared by all its runs)."""
+    """The working copies of one script (one folder, shared by all its runs).
+
+    One instance lives as long as a traced run and keeps what it has read of the
+    index in memory: a compile costs a few stats, reading its own working copy and
+    baseline, and (for a new or changed variant) one appended line, however many
+    variants there are. What another process changed is noticed by the index files'
+    stats and read in. Decisions take a file lock, so two processes take turns.
+    """
 
     def __init__(self, script_dir: str) -> None:
         self.root = os.path.join(script_dir, EDITS)
+        self._copies: dict[str, dict[str, Any]] = {}  # file -> entry
+        self._by_variant: dict[tuple[Group, str], str] = {}
+        self._groups: dict[Group, list[str]] = {}  # files in creation order
+        self._links: dict[tuple[Group, str], set[str]] = {}  # code -> the older codes its copies came from
+        self._ref_of: dict[str, str] = {}  # skeleton -> the text key of a stored TIR with that code
+        self._ref_texts: dict[str, str | None] = {}
+        self._prior: set[tuple[Group, str]] = set()  # codes a group had before this run made any
+        self._claimed: set[str] = set()  # copies a variant of this run compiled with
+        self._open: dict[Group, dict[str, None]] = {}  # per group, its copies not claimed yet, oldest first
+        self._projections: dict[tuple[str, str], tuple[Any, dict[tuple[str, ...], list[str]]]] = {}
+        self._made: set[str] = set()  # copies this run created or handed to changed code
+        self._fresh: set[str] = set()  # copies (re)read from the files by the refresh in progress
+        self._edited: dict[str, set[str]] = {}  # kernel -> its edited copies (the siblings hint)
+        self._legacy_base: dict[str, str | None] = {}
+        self._stamp: tuple[Any, Any] | None = None
+        self._journal_at = 0  # bytes of index.log read
+        self._journal_lines = 0
+        self._rewrite = False  # the index on disk is in the old format: write it whole
+        self._order = 0
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -119,78 +166,372 @@ class EditStore:
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
-    def _index(self) -> dict[str, dict[str, str]]:
+    # --- the index: index.json, plus index.log appended since ------------------------
+
+    def _refresh(self) -> None:
+        """Bring what this process knows up to date with the files (a stat when nothing changed)."""
+        stamp = (_stat(os.path.join(self.root, INDEX)), _stat(os.path.join(self.root, JOURNAL)))
+        if stamp == self._stamp:
+            return
+        old = self._stamp
+        grown = old is not None and stamp[0] == old[0] and stamp[1] is not None and (old[1] is None or (stamp[1][0] == old[1][0] and stamp[1][1] >= self._journal_at))
+        if not grown:
+            self._load_index()
+        self._read_journal()
+        self._stamp = (stamp[0], _stat(os.path.join(self.root, JOURNAL)))
+        # The codes the group has now, as read (not each step of the journal), and not made by this run.
+        for name in self._fresh - self._made:
+            entry = self._copies.get(name)
+            if entry is not None and entry["variant"]:
+                self._prior.add((_group(entry), entry["skeleton"]))
+        self._fresh.clear()
+
+    def _load_index(self) -> None:
+        self._copies, self._by_variant, self._groups, self._links, self._open = {}, {}, {}, {}, {}
+        self._projections = {}
+        self._journal_at, self._journal_lines, self._rewrite = 0, 0, False
         try:
             with open(os.path.join(self.root, INDEX), encoding="utf-8") as handle:
                 data = json.load(handle)
         except (OSError, ValueError):
-            return {}
+            data = {}
         if not isinstance(data, dict):
-            return {}
-        # Keep only well-formed entries: a hand-edited index must not break the compile.
-        return {
-            key: entry
-            for key, entry in data.items()
-            if isinstance(entry, dict) and isinstance(entry.get("file"), str) and _SAFE_FILE.fullmatch(entry["file"])
-            and isinstance(entry.get("kernel"), str) and isinstance(entry.get("role"), str)
-        }
+            data = {}
+        if "format" in data:
+            copies = data.get("copies")
+            for name, entry in (copies.items() if isinstance(copies, dict) else ()):
+                self._apply(name, entry)
+        else:  # format 1: one copy per kernel, signature and role; they become copies to match
+            self._rewrite = bool(data)
+            for order, (key, entry) in enumerate(sorted(data.items(), key=lambda item: str(item[0])), start=-len(data)):
+                migrated = _migrate(key, entry, order)
+                if migrated is not None:
+                    self._apply(entry["file"], migrated)
 
-    def _save_index(self, index: dict[str, dict[str, str]]) -> None:
-        _write(os.path.join(self.root, INDEX), json.dumps(index, indent=1, sort_keys=True) + "\n")
+    def _read_journal(self) -> None:
+        try:
+            with open(os.path.join(self.root, JOURNAL), "rb") as handle:
+                handle.seek(self._journal_at)
+                data = handle.read()
+        except OSError:
+            return
+        end = data.rfind(b"\n") + 1  # a torn last line (a killed process) is not read
+        for line in data[:end].splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("file"), str):
+                self._apply(record["file"], record.get("entry"))
+                self._journal_lines += 1
+                self._projections = {}  # another process's changes
+        self._journal_at += end
 
-    def file_for(self, index: dict[str, dict[str, str]], kernel: str, signature: str, role: str, language: str) -> str:
-        """The working copy's file name: the kernel's name, plus a short key when another
-        kernel of the same name (other shapes or dtypes) already has that name."""
-        key = f"{kernel}|{signature}|{role}"
-        if key in index:
-            return index[key]["file"]
-        stem = safe_component(kernel, fallback="kernel") + ("" if role == "device" else f".{role}")
-        ext = EXTENSIONS.get(language, ".txt")
-        taken = {entry["file"] for entry in index.values()}
-        name = f"{stem}{ext}"
-        if name in taken:
-            name = f"{stem}-{signature_key(signature)}{ext}"
-        index[key] = {"file": name, "kernel": kernel, "role": role, "language": language}
+    def _apply(self, name: str, entry: Any) -> None:
+        """Take one entry into memory (a hand-edited index must not break the compile)."""
+        entry = _valid(name, entry)
+        if entry is None:
+            return
+        previous = self._copies.get(name)
+        if previous is not None:
+            if self._by_variant.get((_group(previous), previous["variant"])) == name:
+                del self._by_variant[(_group(previous), previous["variant"])]
+            if _group(previous) != _group(entry):
+                self._groups[_group(previous)].remove(name)
+                self._open.get(_group(previous), {}).pop(name, None)
+                previous = None
+        self._copies[name] = entry
+        group = _group(entry)
+        if previous is None:
+            files = self._groups.setdefault(group, [])
+            files.append(name)
+            if self._copies[files[0]]["order"] > entry["order"]:
+                files.sort(key=lambda f: self._copies[f]["order"])
+            if name not in self._claimed:
+                self._open.setdefault(group, {})[name] = None
+        if entry["variant"]:
+            self._by_variant.setdefault((group, entry["variant"]), name)
+            self._links.setdefault((group, entry["skeleton"]), set()).update(entry["from"])
+            self._ref_of.setdefault(entry["skeleton"], entry["reference"])
+        self._fresh.add(name)
+        self._order = max(self._order, entry["order"] + 1)
+
+    def _save(self, name: str) -> None:
+        """Record one changed entry: a line appended, or the whole index now and then."""
+        if self._rewrite or self._journal_lines >= max(64, len(self._copies)):
+            payload = {"format": FORMAT, "copies": self._copies}
+            _write(os.path.join(self.root, INDEX), json.dumps(payload, indent=1, sort_keys=True) + "\n")
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(self.root, JOURNAL))
+            self._journal_at, self._journal_lines, self._rewrite = 0, 0, False
+        else:
+            line = json.dumps({"file": name, "entry": self._copies[name]}, sort_keys=True) + "\n"
+            path = os.path.join(self.root, JOURNAL)
+            with open(path, "ab") as handle:
+                if handle.tell() > self._journal_at:  # someone's torn line: end it first
+                    line = "\n" + line
+                handle.write(line.encode("utf-8", "surrogatepass"))
+                self._journal_at = handle.tell()
+            self._journal_lines += 1
+        self._stamp = (_stat(os.path.join(self.root, INDEX)), _stat(os.path.join(self.root, JOURNAL)))
+
+    # --- which working copy a variant uses ----------------------------------------------
+
+    def _variant_file(self, group: Group, variant: Variant, latest: str) -> str:
+        """The working copy for this variant, deciding (and recording) it the first time.
+
+        1. The same variant seen before (same TIR, target, pass configs): its copy.
+        2. A copy from an older lower-trace (no variant known) whose baseline is exactly
+           this codegen: it was made for this variant.
+        3. Code the group already had before this run (other literals): a new variant,
+           unless the code is the successor of older code whose copies this run has not
+           claimed yet, and one of them has exactly these literals: that one.
+        4. Code the group did not have: the kernel's source changed. Its predecessor is
+           the unclaimed copy of mostly the same code (similarity at least one half)
+           whose literals agree with this variant's in the most aligned places; ties go
+           to the older copy. With no such copy, a copy from an older lower-trace whose
+           generated code is other code; else a new variant.
+        Within one run a copy is claimed once: two variants never share a predecessor.
+        """
+        name = self._by_variant.get((group, variant.key))
+        if name is not None:
+            self._claim(group, name)
+            return name
+        name = self._legacy_match(group, latest)
+        if name is None:
+            if (group, variant.skeleton) in self._prior:
+                name = self._successor_of(group, variant, self._links.get((group, variant.skeleton), set()), exact=True)
+            else:
+                name = self._successor_of(group, variant, None, exact=False) or self._legacy_successor(group, latest)
+        if name is None:
+            name, order, history = self._new_name(group, variant), self._order, []
+        else:
+            old = self._copies[name]
+            order, history = old["order"], [code for code in old["from"] if code != old["skeleton"]]
+            if old["skeleton"] and old["skeleton"] != variant.skeleton:
+                history.append(old["skeleton"])
+        self._claim(group, name)
+        self._made.add(name)
+        self._take(name, group, variant, order, history[-_HISTORY:])
+        self._save(name)
         return name
 
-    def resolve(self, kernel: str, signature: str, role: str, language: str, latest: str) -> EditOutcome:
-        """Decide what to compile for this kernel's generated source, updating the files."""
+    def _claim(self, group: Group, name: str) -> None:
+        self._claimed.add(name)
+        self._open.get(group, {}).pop(name, None)
+
+    def _unclaimed(self, group: Group) -> list[str]:
+        return list(self._open.get(group, ()))
+
+    def _successor_of(self, group: Group, variant: Variant, codes: set[str] | None, exact: bool) -> str | None:
+        """The unclaimed copy this variant's (changed) code succeeds, see _variant_file."""
+        families: dict[str, list[str]] = {}  # stored TIR -> the unclaimed copies made from it
+        for name in self._unclaimed(group):
+            entry = self._copies[name]
+            if entry["variant"] and entry["skeleton"] != variant.skeleton and (codes is None or entry["skeleton"] in codes):
+                families.setdefault(entry["reference"], []).append(name)
+        best: tuple[int, int] | None = None
+        chosen = None
+        for reference, names in families.items():
+            found = self._projected(reference, variant)
+            if found is None:
+                continue
+            alignment, by_literals = found
+            if not exact and alignment.similarity < SUCCESSOR_SIMILARITY:
+                continue
+            open_names = set(names)
+            wanted = tuple(variant.constants[j] for _, j in alignment.pairs) + (variant.config,)
+            same = [name for name in by_literals.get(wanted, ()) if name in open_names]
+            if same:  # the usual case, found without comparing to every copy
+                candidates = [(len(wanted), name) for name in same]
+            elif exact:
+                continue
+            else:
+                candidates = []
+                for literals, members in by_literals.items():
+                    agree = sum(a == b for a, b in zip(literals, wanted))
+                    candidates.extend((agree, name) for name in members if name in open_names)
+            for agree, name in candidates:
+                score = (-agree, self._copies[name]["order"])
+                if best is None or score < best:
+                    best, chosen = score, name
+        return chosen
+
+    def _projected(self, reference: str, variant: Variant) -> tuple[Any, dict[tuple[str, ...], list[str]]] | None:
+        """How a stored TIR's literals align with this code, and its copies by their aligned
+        literals (built once per pair of codes)."""
+        key = (reference, variant.skeleton)
+        if key not in self._projections:
+            old_text = self._ref_text(reference)
+            if old_text is None:
+                return None
+            alignment = align(old_text, variant.text)
+            by_literals: dict[tuple[str, ...], list[str]] = {}
+            for name, entry in self._copies.items():
+                constants = self._constants(entry) if entry["reference"] == reference else None
+                if constants is not None:
+                    literals = tuple(constants[i] for i, _ in alignment.pairs) + (entry["config"],)
+                    by_literals.setdefault(literals, []).append(name)
+            self._projections[key] = (alignment, by_literals)
+        return self._projections[key]
+
+    def _legacy_match(self, group: Group, latest: str) -> str | None:
+        for name in self._unclaimed(group):
+            if not self._copies[name]["variant"] and self._legacy_baseline(name) == latest:
+                return name
+        return None
+
+    def _legacy_successor(self, group: Group, latest: str) -> str | None:
+        """An old copy of other generated code (not just other literals): the code changed."""
+        for name in self._unclaimed(group):
+            if not self._copies[name]["variant"]:
+                baseline = self._legacy_baseline(name)
+                if baseline is not None and source_skeleton(baseline) != source_skeleton(latest):
+                    return name
+        return None
+
+    def _legacy_baseline(self, name: str) -> str | None:
+        if name not in self._legacy_base:
+            self._legacy_base[name] = _read(os.path.join(self.root, BASELINE, name))
+        return self._legacy_base[name]
+
+    def _new_name(self, group: Group, variant: Variant) -> str:
+        """The kernel's name for its first copy; others add a short key: gemm-3fa9c1.cu.
+        A host copy takes the key of its device copy (gemm-3fa9c1.host.c)."""
+        kernel, signature, role, language = group
+        stem = safe_component(kernel, fallback="kernel")
+        suffix = ("" if role == "device" else f".{safe_component(role)}") + EXTENSIONS.get(language, ".txt")
+        keys = ["", variant.key[:6], variant.key[:10], variant.key]
+        if role != "device":
+            device = next((self._by_variant[(g, variant.key)] for g in self._groups if g[:3] == (kernel, signature, "device") and (g, variant.key) in self._by_variant), None)
+            if device is not None and device.startswith(stem):
+                head = os.path.splitext(device)[0][len(stem) :]
+                keys.insert(0, head[1:] if head.startswith("-") else "")
+        for key in keys:
+            name = f"{stem}-{key}{suffix}" if key else f"{stem}{suffix}"
+            if name not in self._copies:
+                return name
+        n = 2
+        while f"{stem}-{variant.key[:6]}-{n}{suffix}" in self._copies:
+            n += 1
+        return f"{stem}-{variant.key[:6]}-{n}{suffix}"
+
+    def _take(self, name: str, group: Group, variant: Variant, order: int, history: list[str]) -> None:
+        """The copy `name` now belongs to `variant` (a new copy, or one that changed code takes over)."""
+        kernel, signature, role, language = group
+        reference = self._reference_for(variant)
+        base = analyse(self._ref_text(reference) or variant.text).constants
+        entry = {
+            "kernel": kernel,
+            "signature": signature,
+            "role": role,
+            "language": language,
+            "variant": variant.key,
+            "skeleton": variant.skeleton,
+            "reference": reference,
+            "constants": {str(i): c for i, (c, b) in enumerate(zip(variant.constants, base)) if c != b},
+            "config": variant.config,
+            "order": order,
+            "from": history,
+        }
+        self._apply(name, entry)
+
+    def _reference_for(self, variant: Variant) -> str:
+        """A stored TIR with this variant's code: each copy keeps only the literals it differs in."""
+        reference = self._ref_of.get(variant.skeleton)
+        if reference is not None and self._ref_text(reference) is not None:
+            return reference
+        reference = variant.text_key
+        path = os.path.join(self.root, VARIANTS, f"{reference}.tir")
+        if not os.path.exists(path):
+            _write(path, variant.text)
+        self._ref_texts[reference] = variant.text
+        self._ref_of[variant.skeleton] = reference
+        return reference
+
+    def _ref_text(self, reference: str) -> str | None:
+        if not reference:
+            return None
+        if reference not in self._ref_texts:
+            self._ref_texts[reference] = _read(os.path.join(self.root, VARIANTS, f"{reference}.tir"))
+        return self._ref_texts[reference]
+
+    def _constants(self, entry: dict[str, Any]) -> tuple[str, ...] | None:
+        text = self._ref_text(entry["reference"])
+        if text is None:
+            return None
+        values = list(analyse(text).constants)
+        for index, value in entry["constants"].items():
+            if int(index) < len(values):
+                values[int(index)] = value
+        return tuple(values)
+
+    # --- the decision ---------------------------------------------------------------------
+
+    def resolve(self, kernel: str, signature: str, role: str, language: str, latest: str, tir: str = "", config: str = "") -> EditOutcome:
+        """Decide what to compile for this kernel variant's generated source, updating the files.
+
+        tir is the kernel as handed to lowering and config its target and pass configs:
+        together they say which variant this is (one variant per signature without them).
+        """
+        variant = analyse(tir, config)
         with self._locked():
-            index = self._index()
-            name = self.file_for(index, kernel, signature, role, language)
-            self._save_index(index)
-            working_path = os.path.join(self.root, name)
-            baseline_path = os.path.join(self.root, BASELINE, name)
-            working = _read(working_path)
-            baseline = _read(baseline_path)
-            if working is None or baseline is None:
-                if working is not None and working != latest:
-                    # A working copy without a baseline (baseline deleted by hand): keep it as an edit.
-                    backup, base = self._set_aside(name, working, baseline or "")
-                    _write(baseline_path, latest)
-                    _write(working_path, latest)
-                    return EditOutcome(EditStatus.CONFLICT, working_path, latest, backup, base)
+            self._refresh()
+            name = self._variant_file((kernel, signature, role, language), variant, latest)
+            outcome = self._decide(name, latest)
+            if outcome.created:
+                outcome = EditOutcome(outcome.status, outcome.path, outcome.compile_text, created=True, siblings=self._edited_siblings(kernel, name))
+            edited = self._edited.get(kernel)
+            if edited is not None:
+                (edited.add if outcome.uses_edit else edited.discard)(name)
+            return outcome
+
+    def _decide(self, name: str, latest: str) -> EditOutcome:
+        working_path = os.path.join(self.root, name)
+        baseline_path = os.path.join(self.root, BASELINE, name)
+        working = _read(working_path)
+        baseline = _read(baseline_path)
+        self._legacy_base.pop(name, None)
+        if working is None or baseline is None:
+            if working is not None and working != latest:
+                # A working copy without a baseline (baseline deleted by hand): keep it as an edit.
+                backup, base = self._set_aside(name, working, baseline or "")
                 _write(baseline_path, latest)
                 _write(working_path, latest)
-                siblings = tuple(e["path"] for e in self.entries() if e["kernel"] == kernel and e["file"] != name and e["state"] == "edited")
-                return EditOutcome(EditStatus.SYNCED, working_path, latest, created=working is None, siblings=siblings)
-            edited = working != baseline
-            regenerated = latest != baseline
-            if not edited and not regenerated:
-                return EditOutcome(EditStatus.SYNCED, working_path, latest)
-            if edited and not regenerated:
-                return EditOutcome(EditStatus.PATCHED, working_path, working)
-            if not edited:
-                _write(baseline_path, latest)
-                _write(working_path, latest)
-                return EditOutcome(EditStatus.REGENERATED, working_path, latest)
-            if working == latest:  # the edit is exactly what codegen now produces
-                _write(baseline_path, latest)
-                return EditOutcome(EditStatus.SYNCED, working_path, latest)
-            backup, base = self._set_aside(name, working, baseline)
+                return EditOutcome(EditStatus.CONFLICT, working_path, latest, backup, base)
             _write(baseline_path, latest)
             _write(working_path, latest)
-            return EditOutcome(EditStatus.CONFLICT, working_path, latest, backup, base)
+            return EditOutcome(EditStatus.SYNCED, working_path, latest, created=working is None)
+        edited = working != baseline
+        regenerated = latest != baseline
+        if not edited and not regenerated:
+            return EditOutcome(EditStatus.SYNCED, working_path, latest)
+        if edited and not regenerated:
+            return EditOutcome(EditStatus.PATCHED, working_path, working)
+        if not edited:
+            _write(baseline_path, latest)
+            _write(working_path, latest)
+            return EditOutcome(EditStatus.REGENERATED, working_path, latest)
+        if working == latest:  # the edit is exactly what codegen now produces
+            _write(baseline_path, latest)
+            return EditOutcome(EditStatus.SYNCED, working_path, latest)
+        backup, base = self._set_aside(name, working, baseline)
+        _write(baseline_path, latest)
+        _write(working_path, latest)
+        return EditOutcome(EditStatus.CONFLICT, working_path, latest, backup, base)
+
+    def _edited_siblings(self, kernel: str, name: str) -> tuple[str, ...]:
+        """The kernel's other edited copies; read once per run, then kept up to date here."""
+        if kernel not in self._edited:
+            self._edited[kernel] = {f for f, e in self._copies.items() if e["kernel"] == kernel and self._state(f) == "edited"}
+        found = sorted(self._edited[kernel] - {name}, key=lambda f: self._copies[f]["order"] if f in self._copies else 0)
+        return tuple(os.path.join(self.root, f) for f in found)
+
+    def _state(self, name: str) -> str:
+        working = _read(os.path.join(self.root, name))
+        if working is None:
+            return "missing"
+        return "edited" if working != _read(os.path.join(self.root, BASELINE, name)) else "as generated"
 
     def _set_aside(self, name: str, edit: str, base: str) -> tuple[str, str]:
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -204,16 +545,54 @@ class EditStore:
         _write(base_path, base)
         return backup, base_path
 
-    def entries(self) -> list[dict[str, str]]:
-        """Every working copy: kernel, role, file, and whether it differs from its baseline."""
+    # --- listing and reset ---------------------------------------------------------------
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every working copy: kernel, signature, role, file, path, state (as generated / edited /
+        missing), and `variant`: what tells it apart from the kernel's other copies."""
+        if not os.path.isdir(self.root):
+            return []
+        self._refresh()
+        from .variants import describe, differing, first_own_line
+
         out = []
-        for key, entry in sorted(self._index().items(), key=lambda item: item[1]["file"]):
-            path = os.path.join(self.root, entry["file"])
-            working = _read(path)
-            baseline = _read(os.path.join(self.root, BASELINE, entry["file"]))
-            state = "missing" if working is None else "edited" if working != baseline else "as generated"
-            out.append({**entry, "key": key, "path": path, "state": state})
-        return out
+        for group, names in self._groups.items():
+            families: dict[str, list[str]] = {}
+            for name in names:
+                families.setdefault(self._copies[name]["skeleton"], []).append(name)
+            shared = sum(1 for g in self._groups if g[0] == group[0] and g[2] == group[2]) > 1
+            for name in names:
+                entry = self._copies[name]
+                parts = [entry["signature"]] if shared or len(names) == 1 else []
+                if not entry["variant"]:
+                    parts.append("from an older lower-trace, not matched to a variant yet")
+                elif len(names) > 1:
+                    parts.append(self._difference(entry, families, describe, differing, first_own_line))
+                path = os.path.join(self.root, name)
+                row = {k: entry[k] for k in ("kernel", "signature", "role", "language")}
+                row.update(file=name, path=path, state=self._state(name), variant="; ".join(p for p in parts if p))
+                out.append(row)
+        return sorted(out, key=lambda row: (row["kernel"], self._copies[row["file"]]["order"]))
+
+    def _difference(self, entry: dict[str, Any], families: dict[str, list[str]], describe: Any, differing: Any, first_own_line: Any) -> str:
+        family = [self._copies[n] for n in families[entry["skeleton"]]]
+        text = self._ref_text(entry["reference"])
+        constants = self._constants(entry)
+        if text is None or constants is None:
+            return ""
+        words = []
+        if len(family) > 1:
+            known = [c for c in (self._constants(e) for e in family) if c is not None]
+            words.append(describe(text, constants, differing(known)))
+            if len({e["config"] for e in family}) > 1:
+                words.append(entry["config"])
+        others = [n for skeleton, members in families.items() if skeleton != entry["skeleton"] for n in members]
+        if others:
+            other_text = self._ref_text(self._copies[others[0]]["reference"]) or ""
+            own = first_own_line(text, other_text)
+            if own:
+                words.append(f"other code: {own}")
+        return "; ".join(w for w in words if w)
 
     def reset(self, kernel: str) -> list[tuple[str, str]]:
         """Return a kernel's working copies to the generated source; edits are saved aside.
@@ -236,6 +615,46 @@ class EditStore:
                 _write(entry["path"], baseline)
                 done.append((entry["path"], backup))
         return done
+
+
+def _valid(name: Any, entry: Any) -> dict[str, Any] | None:
+    """A well-formed entry (format 2), or None."""
+    if not isinstance(name, str) or not _SAFE_FILE.fullmatch(name) or not isinstance(entry, dict):
+        return None
+    strings = ("kernel", "signature", "role", "language", "variant", "skeleton", "reference", "config")
+    if not all(isinstance(entry.get(key), str) for key in strings) or not isinstance(entry.get("order"), int):
+        return None
+    if entry["variant"] and not all(_HEX.fullmatch(entry[key]) for key in ("variant", "skeleton", "reference")):
+        return None
+    constants, history = entry.get("constants"), entry.get("from")
+    if not isinstance(constants, dict) or not all(isinstance(k, str) and k.isdigit() and isinstance(v, str) for k, v in constants.items()):
+        return None
+    if not isinstance(history, list) or not all(isinstance(code, str) for code in history):
+        return None
+    return {**{key: entry[key] for key in strings}, "constants": dict(constants), "order": entry["order"], "from": list(history)}
+
+
+def _migrate(key: Any, entry: Any, order: int) -> dict[str, Any] | None:
+    """A format-1 entry ("kernel|signature|role" -> file, kernel, role, language) as a copy
+    with no variant yet: the first variant it fits takes it over."""
+    if not isinstance(key, str) or not isinstance(entry, dict):
+        return None
+    kernel, role, language = entry.get("kernel"), entry.get("role"), entry.get("language", "")
+    if not all(isinstance(v, str) for v in (kernel, role, language)) or not isinstance(entry.get("file"), str):
+        return None
+    head, tail = f"{kernel}|", f"|{role}"
+    if not (key.startswith(head) and key.endswith(tail) and len(key) >= len(head) + len(tail)):
+        return None
+    signature = key[len(head) : len(key) - len(tail)]
+    return {"kernel": kernel, "signature": signature, "role": role, "language": language, "variant": "", "skeleton": "", "reference": "", "config": "", "constants": {}, "order": order, "from": []}
+
+
+def _stat(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _read(path: str) -> str | None:

@@ -1,14 +1,17 @@
 """The trace directory: the on-disk interchange format, written and read back.
 
-Layout of one process run::
+Layout (this module owns every name in it)::
 
-    {trace_dir}/{script}/{run_id}/
-        trace.jsonl       # records, one JSON object per line, appended as things happen
-        snapshots.jsonl   # {"digest", "text"} per line: each distinct IR / source text once
-        report.html       # written by the HTML renderer
+    {trace_dir}/{script}/
+        report.html           # a pointer page to the latest run's report
+        edits/                # working copies of the generated source (override.py)
+        {run_id}/             # one process run: run-YYYYmmdd-HHMMSS-PID[-N]
+            trace.jsonl       # records, one JSON object per line, appended as things happen
+            snapshots.jsonl   # {"digest", "text"} per line: each distinct IR / source text once
+            report.html       # the run's report (render/)
 
 ``trace.jsonl`` record types: ``run`` (first line), ``kernel``, ``pass``,
-``codegen``, ``kernel_end``, ``note``. Records name snapshots by digest (20 hex
+``codegen``, ``kernel_end``, ``note`` (shapes: model.py). Records name snapshots by digest (20 hex
 digits of BLAKE2b of the text). Both files are only ever appended to and every
 line is flushed when written, so a process killed half-way leaves a trace that
 loads (a torn last line is skipped). JSON is written ASCII-only, so any text
@@ -26,7 +29,10 @@ import hashlib
 import json
 import os
 import threading
+import time
+import warnings
 from collections.abc import Iterator
+from dataclasses import fields
 from typing import Any
 
 from .model import (
@@ -45,6 +51,22 @@ FORMAT_VERSION = 1
 MANIFEST = "trace.jsonl"
 SNAPSHOTS = "snapshots.jsonl"
 REPORT = "report.html"
+EDITS = "edits"
+
+
+def script_dir_of(trace_dir: str, script: str) -> str:
+    """The folder of one script's runs (and its working copies)."""
+    return os.path.abspath(os.path.join(trace_dir, script))
+
+
+def new_run_dir(script_dir: str) -> str:
+    """A fresh run folder name under script_dir (not created): run-<time>-<pid>[-n]."""
+    base = f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    candidate, n = base, 1
+    while os.path.exists(os.path.join(script_dir, candidate)):
+        n += 1
+        candidate = f"{base}-{n}"
+    return os.path.join(script_dir, candidate)
 
 
 class TraceNotFound(LookupError):
@@ -60,8 +82,10 @@ class TraceWriter:
     """Appends one run's records and snapshots to its directory.
 
     Thread-safe. Creates nothing until the first write, so a run that compiles
-    no kernel leaves no empty folder behind. Raises OSError on failure; the
-    caller decides how loud to be (see capture.run).
+    no kernel leaves no empty folder behind. Lines are buffered; ``flush()`` (the
+    worker calls it whenever its queue runs dry) hands them to the OS, so a killed
+    process loses at most what was queued. Raises OSError on failure; the caller
+    decides how loud to be (see capture.run).
     """
 
     def __init__(self, run_dir: str, run: RunInfo) -> None:
@@ -87,7 +111,6 @@ class TraceWriter:
         with self._lock:
             self._open()
             self._manifest.write(line)
-            self._manifest.flush()
 
     def add_snapshot(self, digest: str, text: str) -> None:
         """Store text under its digest once; later calls with the same digest cost nothing."""
@@ -100,12 +123,18 @@ class TraceWriter:
             self._open()
             # Snapshots go out before any record that names them (records are written after).
             self._snapshots.write(line)
-            self._snapshots.flush()
             self._stored.add(digest)
+
+    def flush(self) -> None:
+        with self._lock:
+            # The snapshot pack first: a record on disk never names a snapshot that is not.
+            for handle in (self._snapshots, self._manifest):
+                if handle is not None:
+                    handle.flush()
 
     def close(self) -> None:
         with self._lock:
-            for handle in (self._manifest, self._snapshots):
+            for handle in (self._snapshots, self._manifest):
                 if handle is not None:
                     handle.close()
             self._manifest = self._snapshots = None
@@ -118,18 +147,38 @@ class TraceWriter:
 # --- reading ---------------------------------------------------------------
 
 
-def _read_lines(manifest_path: str) -> Iterator[dict[str, Any]]:
-    with open(manifest_path, encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
+class TraceDamaged(UserWarning):
+    """Part of a trace could not be read (bytes that are not UTF-8, a line that is not a record);
+    the rest was loaded. Issued with :func:`warnings.warn`; the CLI shows it as one line."""
+
+
+def _read_lines(path: str, damaged: list[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of each readable line; damaged lines' numbers go to `damaged`.
+
+    A torn last line (no line break: the writer was killed mid-line) is skipped silently.
+    Raises OSError if the file cannot be read.
+    """
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            line = raw.strip()
             if not line:
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line from a killed process
+                record = json.loads(line.decode("utf-8"))  # written ASCII-only: any other byte is damage
+            except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+                if raw.endswith(b"\n"):
+                    damaged.append(number)
+                continue
             if isinstance(record, dict):
-                yield record
+                yield number, record
+            else:
+                damaged.append(number)
+
+
+def _damage(path: str, damaged: list[int], consequence: str) -> str:
+    shown = ", ".join(map(str, damaged[:5])) + (", ..." if len(damaged) > 5 else "")
+    count = len(damaged)
+    return f"{path}: {count} damaged {'line' if count == 1 else 'lines'} skipped (line {shown}); {consequence}"
 
 
 def find_run_dir(path: str) -> str:
@@ -159,7 +208,14 @@ def list_runs(root: str) -> list[str]:
         for child in _subdirs(level):
             if _has_manifest(child):
                 found.append(child)
-    return sorted(set(found), key=lambda run: (os.path.getmtime(os.path.join(run, MANIFEST)), run))
+    return sorted(set(found), key=lambda run: (_mtime(os.path.join(run, MANIFEST)), run))
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.path.getmtime(path)
+    except OSError:  # removed meanwhile (another process cleaning up)
+        return 0.0
 
 
 def _has_manifest(path: str) -> bool:
@@ -179,48 +235,49 @@ def _subdirs(path: str) -> list[str]:
 
 
 def load_trace(path: str) -> Trace:
-    """Read a trace directory back into model objects; needs no TVM or TileLang."""
+    """Read a trace directory back into model objects; needs no TVM or TileLang.
+
+    Raises TraceNotFound (one line) when there is no trace to load. A damaged trace
+    loads what is readable: each damaged line is skipped, and a :class:`TraceDamaged`
+    warning (also kept in the run's notes) says which lines were.
+    """
     run_dir = find_run_dir(path)
-    records = list(_read_lines(os.path.join(run_dir, MANIFEST)))
-    if not records or records[0].get("type") != "run":
+    manifest = os.path.join(run_dir, MANIFEST)
+    damaged: list[int] = []
+    try:
+        records = list(_read_lines(manifest, damaged))
+    except OSError as exc:
+        raise TraceNotFound(f"{manifest}: cannot read it ({exc.strerror or exc})") from None
+    if not records or records[0][1].get("type") != "run":
+        if damaged and damaged[0] == 1:
+            raise TraceNotFound(f"{manifest}: line 1 (the run header) is damaged; this trace cannot be loaded")
         raise TraceNotFound(f"{run_dir}: {MANIFEST} has no run header; not a lower-trace directory")
-    header = records[0]
-    version = int(header.get("format", 1))
+    header = records[0][1]
+    try:
+        version = int(header.get("format", 1))
+        run = run_from_json(header)
+    except (ValueError, TypeError, AttributeError):
+        raise TraceNotFound(f"{manifest}: line {records[0][0]} (the run header) is damaged; this trace cannot be loaded") from None
     if version > FORMAT_VERSION:
         raise TraceNotFound(
             f"{run_dir}: trace format {version} is newer than this lower-trace reads ({FORMAT_VERSION}); upgrade lower-trace"
         )
-    run = run_from_json(header)
     notes = list(run.notes)
     kernels: dict[str, dict[str, Any]] = {}
-    for record in records[1:]:
-        kind = record.get("type")
-        kernel_id = str(record.get("kernel_id", record.get("kernel", "")))
-        if kind == "note":
-            notes.append(str(record.get("text", "")))
-            continue
-        entry = kernels.setdefault(kernel_id, {"kernel_id": kernel_id, "name": kernel_id, "passes": [], "codegen": []})
-        if kind == "kernel":
-            for key in ("name", "started", "target", "entry", "pass_configs"):
-                if key in record:
-                    entry[key] = record[key]
-        elif kind == "pass":
-            entry["passes"].append(pass_from_json(record))
-        elif kind == "codegen":
-            entry["codegen"].append(codegen_from_json(record))
-        elif kind == "kernel_end":
-            entry["status"] = KernelStatus(record.get("status", "ok"))
-            entry["ms"] = float(record.get("ms", 0.0))
-            if record.get("target"):
-                entry["target"] = record["target"]
-            if record.get("error"):
-                err = record["error"]
-                entry["error"] = ErrorInfo(str(err.get("type", "")), str(err.get("message", "")), str(err.get("traceback", "")))
+    for number, record in records[1:]:
+        try:
+            _add_record(kernels, notes, record)
+        except (ValueError, TypeError, AttributeError, KeyError):  # a record of the wrong shape
+            damaged.append(number)
     built = []
     for entry in kernels.values():
         entry["passes"] = tuple(sorted(entry["passes"], key=lambda p: p.seq))
         entry["codegen"] = tuple(sorted(entry["codegen"], key=lambda c: c.seq))
         built.append(KernelTrace(**entry))
+    if damaged:
+        message = _damage(manifest, sorted(damaged), "the rest of the trace is loaded")
+        warnings.warn(TraceDamaged(message), stacklevel=2)
+        notes.append(message)
     snapshots = _SnapshotPack(os.path.join(run_dir, SNAPSHOTS))
 
     return Trace(
@@ -232,8 +289,56 @@ def load_trace(path: str) -> Trace:
     )
 
 
+def _add_record(kernels: dict[str, dict[str, Any]], notes: list[str], record: dict[str, Any]) -> None:
+    """One manifest record into the kernels being built; raises on a record of the wrong shape."""
+    kind = record.get("type")
+    kernel_id = str(record.get("kernel_id", record.get("kernel", "")))
+    if kind == "note":
+        notes.append(str(record.get("text", "")))
+        return
+    if kind not in ("kernel", "pass", "codegen", "kernel_end"):
+        return  # a record type a newer writer added: nothing this reader knows
+    entry = kernels.get(kernel_id) or {"kernel_id": kernel_id, "name": kernel_id, "passes": [], "codegen": []}
+    if kind == "kernel":
+        for key, convert in (("name", str), ("started", float), ("target", str), ("entry", str), ("pass_configs", dict)):
+            if key in record:
+                entry[key] = convert(record[key])
+    elif kind == "pass":
+        entry["passes"].append(_checked(pass_from_json(record)))
+    elif kind == "codegen":
+        entry["codegen"].append(_checked(codegen_from_json(record)))
+    else:
+        entry["status"] = KernelStatus(record.get("status", "ok"))
+        entry["ms"] = float(record.get("ms", 0.0))
+        if record.get("target"):
+            entry["target"] = str(record["target"])
+        if record.get("error"):
+            err = record["error"]
+            entry["error"] = ErrorInfo(str(err.get("type", "")), str(err.get("message", "")), str(err.get("traceback", "")))
+    kernels[kernel_id] = entry
+
+
+# The types every view relies on, per record field (a damaged or hand-edited line may break them).
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    **dict.fromkeys(("seq", "depth"), int),
+    "ms": (int, float),
+    **dict.fromkeys(("kernel", "name", "phase", "caller", "before", "after", "role", "function", "target", "language", "tir", "source"), str),
+    **dict.fromkeys(("edit_status", "edit_path", "edit_backup", "generated"), str),
+}
+
+
+def _checked(step: Any) -> Any:
+    """A pass or codegen record whose fields have the types every view uses; ValueError if not."""
+    for item in fields(step):
+        wanted = _FIELD_TYPES.get(item.name)
+        if wanted is not None and not isinstance(getattr(step, item.name), wanted):
+            raise ValueError(f"{item.name} is not a {wanted}")
+    return step
+
+
 class _SnapshotPack:
-    """Reads snapshots.jsonl on first use; a torn last line (killed writer) is skipped."""
+    """Reads snapshots.jsonl on first use; a torn last line (killed writer) is skipped, damaged
+    lines too (with a :class:`TraceDamaged` warning): their snapshots read as ""."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -241,9 +346,23 @@ class _SnapshotPack:
 
     def get(self, digest: str) -> str:
         if self._texts is None:
-            self._texts = {}
-            if os.path.isfile(self.path):
-                for entry in _read_lines(self.path):
-                    if isinstance(entry.get("digest"), str) and isinstance(entry.get("text"), str):
-                        self._texts[entry["digest"]] = entry["text"]
+            self._texts = self._load()
         return self._texts.get(digest, "")
+
+    def _load(self) -> dict[str, str]:
+        texts: dict[str, str] = {}
+        if not os.path.isfile(self.path):
+            return texts
+        damaged: list[int] = []
+        try:
+            for number, entry in _read_lines(self.path, damaged):
+                if isinstance(entry.get("digest"), str) and isinstance(entry.get("text"), str):
+                    texts[entry["digest"]] = entry["text"]
+                else:
+                    damaged.append(number)
+        except OSError as exc:
+            warnings.warn(TraceDamaged(f"{self.path}: cannot read it ({exc.strerror or exc}); no IR or source can be shown"), stacklevel=3)
+            return texts
+        if damaged:
+            warnings.warn(TraceDamaged(_damage(self.path, damaged, "the IR or source stored there is missing from this view")), stacklevel=3)
+        return texts

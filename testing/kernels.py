@@ -204,3 +204,62 @@ def sweep_variants(count):
         block_m, block_n = tiles[i % len(tiles)]
         out.append(dict(factor=float(1 + i // (len(tiles) * len(threads))), block_M=block_m, block_N=block_n, threads=threads[(i // len(tiles)) % len(threads)]))
     return out
+
+
+# --- autotune-shaped compiles (test_autotune.py) ---------------------------------------------
+
+
+def tiled_axpy(N=2520, block=24, factor=2.0, nested=False):
+    """C = A * factor + B for target "c", in tiles of `block`: the variants an autotuning sweep
+    compiles. Each block size leaves its own literals (`bx * 24`) in the TIR and the C source.
+    nested=True is a variant that fails TileLang's first semantic check (NestedLoopChecker)."""
+    if nested:
+
+        @T.prim_func
+        def tiled_axpy(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+            with T.Kernel(T.ceildiv(N, block)) as bx:
+                for i in T.Parallel(block):
+                    C[bx * block + i] = A[bx * block + i]
+                    for j in T.Parallel(block):
+                        C[bx * block + j] = B[bx * block + j]
+
+        return tiled_axpy
+
+    @T.prim_func
+    def tiled_axpy(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block)) as bx:
+            for i in T.serial(block):
+                C[bx * block + i] = A[bx * block + i] * T.float32(factor) + B[bx * block + i]
+
+    return tiled_axpy
+
+
+def _lazy_axpy(N, factor, block=8):
+    @T.prim_func
+    def lazy_axpy(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block)) as bx:
+            for i in T.serial(block):
+                C[bx * block + i] = A[bx * block + i] * T.float32(factor) + B[bx * block + i]
+
+    return lazy_axpy
+
+
+def eager_axpy(A, B, C, factor: float = 2.0, block: int = 8):
+    N = T.const("N")
+    A: T.Tensor[[N], T.float32]
+    B: T.Tensor[[N], T.float32]
+    C: T.Tensor[[N], T.float32]
+    with T.Kernel(T.ceildiv(N, block)) as bx:
+        for i in T.serial(block):
+            C[bx * block + i] = A[bx * block + i] * T.float32(factor) + B[bx * block + i]
+
+
+def jit_axpy(style):
+    """A fresh `@tilelang.jit` wrapper (own kernel cache) for target "c" + cython, runnable with CPU
+    torch tensors. "lazy": axpy(N, factor, block) returns the kernel, which returns C; "eager":
+    axpy(A, B, C, factor=, block=) specialises on A's length and the scalars and runs at once."""
+    import tilelang
+
+    if style == "lazy":
+        return tilelang.jit(target="c", execution_backend="cython", out_idx=[-1])(_lazy_axpy)
+    return tilelang.jit(target="c", execution_backend="cython")(eager_axpy)

@@ -10,7 +10,7 @@ import pytest
 from conftest import lower_trace_cli
 from lower_trace import load_trace
 from lower_trace.cli import main
-from lower_trace.model import ErrorInfo, KernelTrace, PassRecord, PassStatus
+from lower_trace.model import CodegenRecord, ErrorInfo, KernelStatus, KernelTrace, PassRecord, PassStatus
 from lower_trace.render.terminal import TerminalRenderer
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "trace-format-1")
@@ -102,15 +102,44 @@ def test_cli_list_show_and_ir(trace_copy, capsys):
     assert capsys.readouterr().out.rstrip("\n") == trace.snapshot(codegen.source).rstrip("\n")
 
 
-def test_cli_errors_are_one_line(trace_copy, capsys):
-    assert main(["show", str(trace_copy), "-k", "nope"]) == 2
+def test_cli_errors_are_one_line_and_name_the_run_searched(trace_copy, capsys):
+    root = str(trace_copy.parent.parent)  # the trace root: the run searched is its latest
+    assert main(["show", root, "-k", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no kernel 'nope'" in err and "k1 (elementwise_add)" in err
-    assert main(["show", str(trace_copy), "-p", "NoSuchPass"]) == 2
-    assert "no pass 'NoSuchPass'" in capsys.readouterr().err
-    assert main(["show", str(trace_copy), "--ir", "tl.Simplify"]) == 2
+    assert err.startswith(f"lower-trace: error: {trace_copy}: ")
+    assert main(["show", root, "-p", "NoSuchPass"]) == 2
     err = capsys.readouterr().err
-    assert "passes are named 'tl.Simplify'; pick one by number: 9, " in err and err.count("\n") == 1
+    assert err.count("\n") == 1 and f"{trace_copy}: no pass 'NoSuchPass' in kernel k1 (elementwise_add)" in err
+    assert f"`lower-trace list --passes {trace_copy}`" in err
+    assert main(["show", root, "-p", "Lower[", "--color", "never"]) == 2  # neither a name nor a regex
+    assert "'Lower[' is not a valid regex either" in capsys.readouterr().err
+    assert main(["show", root, "--ir", "tl.Simplify"]) == 2
+    err = capsys.readouterr().err
+    assert f"{trace_copy}: 6 passes of kernel k1 are named 'tl.Simplify'; pick one by number: 9, 19, " in err and err.count("\n") == 1
+    assert main(["show", root, "--ir", "Simplify"]) == 2  # tl.Simplify and tirx.Simplify: which?
+    err = capsys.readouterr().err
+    assert "passes of kernel k1 match 'Simplify'; pick one by number: 9 (tl.Simplify), " in err and "(tirx.Simplify)" in err
+
+
+def test_a_pass_is_found_without_its_prefix_or_by_regex(trace_copy, capsys):
+    trace = load_trace(str(trace_copy))
+    names = [p.name for p in trace.kernels[0].passes]
+
+    def shown(*args):
+        assert main(["show", str(trace_copy), "--no-diff", "--no-source", "--color", "never", *args]) == 0
+        rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+        return [row[3] if row[1:3] in (["device", "codegen"], ["host", "codegen"]) else row[2] for row in rows]
+
+    assert shown("-p", "tl.LayoutInference") == shown("-p", "LayoutInference") == ["tl.LayoutInference"]
+    simplify = shown("-p", "Simplify")  # every run of tl.Simplify and of tirx.Simplify, not tl.SimplifyX
+    assert simplify == [n for n in names if n in ("tl.Simplify", "tirx.Simplify")] and len(set(simplify)) == 2
+    layout_or_lower = shown("-p", "layout|^tl\\.Lower")  # a regex, case-insensitive, searched in the names
+    assert layout_or_lower == [n for n in names if "Layout" in n or n.startswith("tl.Lower")] and len(layout_or_lower) >= 3
+    assert shown("-p", "tilelang_cuda") == ["target.build.tilelang_cuda_without_compile"]  # codegen too
+    layout = next(p for p in trace.kernels[0].passes if p.name == "tl.LayoutInference")
+    assert main(["show", str(trace_copy), "--ir", "LayoutInference"]) == 0
+    assert capsys.readouterr().out.rstrip("\n") == trace.snapshot(layout.after).rstrip("\n")
 
 
 def test_show_ir_needs_one_kernel(tmp_path, capsys):
@@ -134,7 +163,7 @@ def test_list_runs_and_pass_status_words(trace_copy, tmp_path, capsys):
     shutil.copytree(trace_copy, second)
     assert main(["list", str(trace_copy.parent.parent), "--runs"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 2 and all("1 kernels  0 failed" in line for line in out)
+    assert len(out) == 2 and all(" 1 kernel   0 failed  " in line for line in out)
     assert main(["list", str(trace_copy), "--passes"]) == 0
     out = capsys.readouterr().out
     assert "NestedLoopChecker  no-op" in out and "tl.LayoutInference  changed" in out and "device codegen" in out
@@ -157,3 +186,212 @@ def test_report_is_rebuilt_from_the_trace_alone(trace_copy, tmp_path):
     html = out.read_text()
     assert html.startswith("<!doctype html>") and '"name":"elementwise_add"' in html
     assert "http://" not in html and "https://" not in html  # nothing to fetch: works offline
+
+
+# --- compile errors read as the compiler wrote them ---------------------------------------
+
+BROKEN_C = """
+import tilelang
+import kernels
+tilelang.compile(kernels.vector_add_c(), target="c", execution_backend="cython")
+print("COMPILED")
+"""
+
+
+def test_multi_line_errors_keep_their_layout_and_stay_inert():
+    message = "Compilation failed:\nk.cu(3): error: bad\r\n\tint x = oops;\n\n1 error \x1b[2J\u202edetected\rhidden"
+    error = ErrorInfo("RuntimeError", message)
+    kernel = KernelTrace(
+        kernel_id="k1",
+        name="k",
+        status=KernelStatus.FAILED,
+        codegen=(CodegenRecord(kernel="k1", seq=0, role="device", function="target.build.x", target="c", language="c", tir="", error=error),),
+        error=ErrorInfo("OSError", "gcc said:\nline two"),
+    )
+    text = render(kernel, {}.get)
+    lines = text.splitlines()
+    assert "       RuntimeError: Compilation failed:" in lines
+    assert "       k.cu(3): error: bad" in lines  # its own line, with the compiler's layout
+    assert "       \tint x = oops;" in lines  # tabs are layout
+    assert "       1 error \\u001b[2J\\u202edetected\\u000dhidden" in lines  # escapes, a lone \r, bidi: shown, not obeyed
+    assert "\\u000a" not in text and "\x1b" not in text and "\u202e" not in text and "\r" not in text
+    assert "   compile failed: OSError: gcc said:" in lines and "       line two" in lines
+    assert "compile failed" in lines[0] and "0 failed" not in lines[0]
+
+
+def test_a_compile_error_shows_the_compilers_text_and_the_scripts_traceback(tilelang, tmp_path):
+    """A C kernel whose edited working copy gcc rejects, run with `lower-trace run --mode both`:
+    the terminal view and `lower-trace show` print the error as lines; the user sees their own traceback."""
+    script = tmp_path / "user_kernel.py"
+    script.write_text(BROKEN_C)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TL_LOWER_TRACE", "PYTEST_"))}
+    env.update(PYTHONPATH=os.path.dirname(os.path.abspath(__file__)), NO_COLOR="1")
+    run = [lower_trace_cli(), "run", "--mode", "both", "user_kernel.py"]
+    first = subprocess.run(run, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0 and "COMPILED" in first.stdout, first.stderr
+    working = tmp_path / "tmp" / "lower_trace_dir" / "user_kernel" / "edits" / "vector_add.c"
+    working.write_text(working.read_text().replace("C[i] = (A[i] + B[i]);", "C[i] = (A[i] + B[i]) oops;"))
+    broken = subprocess.run(run, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert broken.returncode == 1 and "COMPILED" not in broken.stdout  # as `python user_kernel.py` exits
+    assert f"{working}:13:" in broken.stderr and "error: expected" in broken.stderr  # gcc, on the user's file
+    # The live terminal view: the stored message is shown line by line.
+    err = broken.stderr.splitlines()
+    assert "\\u000a" not in broken.stderr
+    assert any(line.startswith("   compile failed: RuntimeError: Compilation Failed! ['") for line in err)
+    assert any(line == "           C[i] = (A[i] + B[i]) oops;" for line in err), broken.stderr
+    # The user's traceback starts in the user's script: no lower-trace or runpy frames.
+    tb = broken.stderr[broken.stderr.index("Traceback (most recent call last):") :]
+    assert tb.splitlines()[1] == f'  File "{script}", line 4, in <module>'
+    assert "lower_trace" not in tb.split("RuntimeError: Compilation Failed!")[0] and "runpy" not in tb
+    # `lower-trace show` of the stored trace: the same lines.
+    show = subprocess.run([lower_trace_cli(), "show", "--no-diff", "--no-source"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert show.returncode == 0, show.stderr
+    out = show.stdout.splitlines()
+    assert "\\u000a" not in show.stdout and "           C[i] = (A[i] + B[i]) oops;" in out
+    assert out[0].startswith("== lower-trace: kernel k1 vector_add  [c]  ") and "compile failed" in out[0] and "0 failed" not in out[0]
+    listing = subprocess.run([lower_trace_cli(), "list"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    row = listing.stdout.splitlines()[1]
+    assert "compile failed" in row and "0 failed" not in row and "passes" in row
+
+
+def test_an_nvcc_error_reads_as_nvcc_wrote_it(tmp_path, lower_cuda, tilelang, cuda_target, capsys):
+    import kernels
+    import lower_trace
+
+    nvcc = shutil.which("nvcc") or ("/usr/local/bin/nvcc" if os.path.exists("/usr/local/bin/nvcc") else None)
+    if nvcc is None:
+        pytest.skip("nvcc is not installed")
+    os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + os.path.dirname(nvcc)
+    with lower_trace.trace(mode="html", trace_dir=tmp_path):
+        lower_cuda(kernels.elementwise_add())
+    (working,) = (tmp_path / folder / "edits" / "elementwise_add.cu" for folder in os.listdir(tmp_path))
+    source = working.read_text()
+    working.write_text(source.replace('extern "C" __global__', 'int lower_trace_marker = oops;\nextern "C" __global__', 1))
+    with pytest.raises(Exception):
+        with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+            with cuda_target:
+                tilelang.lower(kernels.elementwise_add(), target=cuda_target, enable_device_compile=True)
+    capsys.readouterr()
+    assert main(["show", run.run_dir, "--no-diff", "--no-source", "--color", "never"]) == 0
+    out = capsys.readouterr().out
+    (error,) = [line for line in out.splitlines() if 'error: identifier "oops" is undefined' in line]
+    assert error.lstrip().startswith(f"{working}(")  # nvcc's own line, not part of one escaped line
+    assert "       int lower_trace_marker = oops;" in out.splitlines() and "\\u000a" not in out
+
+
+def test_a_failed_subprocess_keeps_the_compilers_output():
+    """gcc run with check=True raises CalledProcessError, whose str() leaves out what gcc said."""
+    from lower_trace.capture.session import error_info
+
+    gcc = shutil.which("gcc") or pytest.skip("gcc is not installed")
+    try:
+        env = {**os.environ, "LC_ALL": "C"}  # gcc's plain quotes
+        subprocess.run([gcc, "-x", "c", "-c", "-o", os.devnull, "-"], input=b"int x = oops;\n", capture_output=True, check=True, env=env)
+    except subprocess.CalledProcessError as exc:
+        info = error_info(exc)
+    assert info.type == "CalledProcessError" and "returned non-zero exit status" in info.message
+    assert "\n<stdin>:1:9: error: 'oops' undeclared" in info.message
+    kernel = KernelTrace(kernel_id="k1", name="k", status=KernelStatus.FAILED, error=info)
+    assert "       <stdin>:1:9: error: 'oops' undeclared here (not in a function)" in render(kernel, {}.get).splitlines()
+
+
+# --- lower-trace run: the user's mistakes, the user's exceptions ------------------------------
+
+def _cli(args, cwd, **kwargs):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TL_LOWER_TRACE", "PYTEST_"))}
+    return subprocess.run([lower_trace_cli(), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, **kwargs)
+
+
+def test_run_mistakes_are_one_line_and_exit_2(tmp_path):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    for args, expected in (
+        (["run", "-m", "nosuchmod"], "-m nosuchmod: no module named 'nosuchmod'"),
+        (["run", "-m", "pkg"], "-m pkg: 'pkg' is a package without a __main__ module"),
+        (["run", "-m", "pkg.nosuch"], "-m pkg.nosuch: no module named 'pkg.nosuch'"),
+        (["run", "missing.py"], "missing.py: no such script"),
+        (["run", "folder"], "folder is a folder without a __main__.py; name a Python script"),
+        (["run"], "name a script to run"),
+    ):
+        proc = _cli(args, tmp_path)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.startswith(f"lower-trace: error: {expected}"), proc.stderr
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+        assert not (tmp_path / "tmp").exists()  # nothing ran, nothing traced
+
+
+RAISES = """
+import sys
+print("FILE", __file__, "ARGV", sys.argv, "PATH0", sys.path[0], "NAME", __name__)
+def f():
+    raise ValueError("boom")
+f()
+"""
+
+
+def test_run_reports_the_scripts_exception_as_python_does(tmp_path):
+    """Traceback, exit status, __file__, argv and sys.path[0]: the same as `python script.py` (and -m)."""
+    import sys
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "raises.py").write_text(RAISES)
+    (tmp_path / "bad.py").write_text("def (\n")
+    (tmp_path / "exits.py").write_text("import sys\nsys.exit(3)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TL_LOWER_TRACE", "PYTEST_"))}
+
+    def ours(stderr):
+        return "".join(line for line in stderr.splitlines(True) if not line.startswith("lower-trace: "))
+
+    for args in (["./sub/raises.py", "x"], ["-m", "sub.raises", "x"], ["bad.py"], ["exits.py"]):
+        python = subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True)
+        traced = _cli(["run", *args], tmp_path)
+        assert traced.returncode == python.returncode and python.returncode in (1, 3), (args, traced.stderr)
+        assert traced.stdout == python.stdout, args
+        expected = python.stderr
+        if args[0] == "-m":  # python -m shows runpy's frames; lower-trace shows only the user's
+            expected = "".join(line for line in expected.splitlines(True) if "<frozen runpy>" not in line)
+        assert ours(traced.stderr) == expected, (args, traced.stderr)
+        if args[0] == "./sub/raises.py":  # what python 3.11 does, and so lower-trace: __file__ absolute, argv as given
+            real = os.path.realpath(tmp_path)  # the child's getcwd()
+            assert traced.stdout == f"FILE {real}/./sub/raises.py ARGV ['./sub/raises.py', 'x'] PATH0 {real}/sub NAME __main__\n"
+
+
+# --- list: the words for what became of each compile --------------------------------------
+
+
+def _write_states(run_dir):
+    from lower_trace.model import RunInfo, to_json
+    from lower_trace.store import TraceWriter
+
+    writer = TraceWriter(str(run_dir), RunInfo(run_id="r", started=0.0, script="s"))
+    for kernel_id, name in (("k1", "fine"), ("k2", "gcc_fails"), ("k3", "pass_fails"), ("k4", "killed"), ("k5", "evil\x1b[2J\u202e")):
+        writer.append("kernel", {"kernel_id": kernel_id, "name": name, "target": "c"})
+        status = PassStatus.FAILED if kernel_id == "k3" else PassStatus.CHANGED
+        record = PassRecord(kernel=kernel_id, seq=0, name="tl.Simplify", status=status, before="a", after="" if kernel_id == "k3" else "b")
+        writer.append("pass", to_json(record))
+    error = {"type": "RuntimeError", "message": "Compilation Failed!\nk.c:3: error: x"}
+    writer.append("kernel_end", {"kernel_id": "k1", "status": "ok", "ms": 5.0})
+    writer.append("kernel_end", {"kernel_id": "k2", "status": "failed", "ms": 6.0, "error": error})
+    writer.append("kernel_end", {"kernel_id": "k3", "status": "failed", "ms": 7.0, "error": error})
+    writer.append("kernel_end", {"kernel_id": "k5", "status": "ok", "ms": 1.0})
+    writer.close()
+
+
+def test_list_says_what_became_of_each_compile(tmp_path, capsys):
+    run_dir = tmp_path / "s" / "run-1"
+    _write_states(run_dir)
+    assert main(["list", str(run_dir)]) == 0
+    rows = {line.split()[1]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert " ok " in rows["fine"] and "  0 failed" in rows["fine"] and rows["fine"].endswith("5.0 ms")
+    assert " compile failed " in rows["gcc_fails"] and "failed  " not in rows["gcc_fails"].split("compile failed")[1]
+    assert " failed " in rows["pass_fails"] and "  1 failed" in rows["pass_fails"]
+    assert " did not finish " in rows["killed"] and "running" not in rows["killed"] and " ms" not in rows["killed"]
+    assert " 1 pass " in rows["fine"] and "passes" not in rows["fine"]
+    assert "evil\\u001b[2J\\u202e" in rows["evil\\u001b[2J\\u202e"]  # a hostile name cannot drive the terminal
+    assert main(["list", str(tmp_path), "--runs"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert "  5 kernels  2 failed  " in line and line.endswith("(1 did not finish)")
+    assert main(["show", str(run_dir), "-k", "killed", "--color", "never"]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert header.endswith("[c]  1 pass, 1 changed, did not finish")

@@ -16,20 +16,8 @@ def test_hunks_carry_context_and_line_numbers():
     # The same hunks GNU `diff -U1` prints for these texts.
     assert [h.header for h in hunks] == ["@@ -5,3 +5,3 @@", "@@ -15,3 +15,2 @@", "@@ -20,1 +19,2 @@"]
     first = hunks[0].lines
-    assert [(l.tag, l.text) for l in first] == [(" ", "line 4"), ("-", "line 5"), ("+", "line five"), (" ", "line 6")]
+    assert [(line.tag, line.text) for line in first] == [(" ", "line 4"), ("-", "line 5"), ("+", "line five"), (" ", "line 6")]
     assert first[1].old_no == 6 and first[1].new_no is None
     assert first[2].new_no == 6 and first[2].old_no is None
     assert diff.hunks(BEFORE, BEFORE) == []
 
-
-def test_unified_matches_the_patch_format():
-    text = diff.unified("a\nb\nc", "a\nB\nc", old_name="x", new_name="y")
-    assert text == "--- x\n+++ y\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
-    assert diff.unified("same", "same") == ""
-
-
-def test_word_spans_mark_only_the_changed_words():
-    old, new = "A_shared[i, j] = B[i]", "A_shared[i, j] = C[i]"
-    old_spans, new_spans = diff.word_spans(old, new)
-    assert [old[a:b] for a, b in old_spans] == ["B"]
-    assert [new[a:b] for a, b in new_spans] == ["C"]

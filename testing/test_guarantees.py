@@ -5,7 +5,6 @@ kernel is the one an untraced compile produces, with one clear warning.
 """
 
 import glob
-import json
 import os
 import subprocess
 import sys
@@ -242,58 +241,3 @@ def test_a_hostile_script_name(tmp_path, untraced_source):
     everything = {os.path.relpath(p, tmp_path) for p in glob.glob(str(tmp_path / "**"), recursive=True)}
     assert {p for p in everything if not p.startswith("tmp")} == {".", weird.name}
     assert lower_trace.load_trace(str(root / folder)).kernels[0].name == "gemm"
-
-
-# --- property-based: the path sanitiser, the store, the report's escaping -------------------
-
-hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-ANY_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=400)
-
-
-@settings(max_examples=300, deadline=None)
-@given(ANY_TEXT)
-def test_safe_component_is_always_one_harmless_path_part(name):
-    from lower_trace.paths import safe_component
-
-    part = safe_component(name)
-    assert part and part not in (".", "..") and len(part) <= 80
-    assert all(ch.isascii() and (ch.isalnum() or ch in "._-") for ch in part)
-
-
-@settings(max_examples=200, deadline=None)
-@given(ANY_TEXT, ANY_TEXT)
-def test_safe_component_keeps_different_names_apart(a, b):
-    from lower_trace.paths import safe_component
-
-    if a != b:  # a 32-bit digest of the original name is kept whenever it had to be rewritten
-        assert safe_component(a) != safe_component(b)
-
-
-@settings(max_examples=60, deadline=None)
-@given(name=ANY_TEXT, text=ANY_TEXT)
-def test_store_round_trips_any_text(tmp_path_factory, name, text):
-    from lower_trace.model import PassRecord, PassStatus, RunInfo, to_json
-    from lower_trace.store import TraceWriter, digest_of
-
-    run_dir = tmp_path_factory.mktemp("fuzz")
-    writer = TraceWriter(str(run_dir), RunInfo(run_id="r", started=0.0, script=name))
-    writer.add_snapshot(digest_of(text), text)
-    writer.append("kernel", {"kernel_id": "k1", "name": name})
-    writer.append("pass", to_json(PassRecord(kernel="k1", seq=0, name=name, status=PassStatus.CHANGED, phase=name, before=digest_of(text), after=digest_of(text))))
-    writer.close()
-    trace = lower_trace.load_trace(str(run_dir))
-    assert trace.run.script == name and trace.kernels[0].name == name and trace.kernels[0].passes[0].name == name
-    assert trace.snapshot(digest_of(text)) == text
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.recursive(st.none() | st.booleans() | st.integers() | ANY_TEXT, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4), max_leaves=20))
-def test_json_in_the_page_is_inert_for_any_data(data):
-    from lower_trace.render.html import json_for_script
-
-    text = json_for_script(data)
-    assert "<" not in text and ">" not in text and "\u2028" not in text and "\u2029" not in text
-    assert json.loads(text) == data

@@ -12,7 +12,7 @@ from lower_trace.model import (
     RunInfo,
     to_json,
 )
-from lower_trace.store import FORMAT_VERSION, TraceNotFound, TraceWriter, digest_of, find_run_dir, load_trace
+from lower_trace.store import FORMAT_VERSION, TraceDamaged, TraceNotFound, TraceWriter, digest_of, find_run_dir, load_trace
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 IR_A = "# from tvm.script import tir as T\n@T.prim_func\ndef main():\n    pass\n"
@@ -152,3 +152,59 @@ def test_format_1_trace_from_a_real_compile_still_loads():
     assert "__global__" in trace.snapshot(codegen.source)
     for record in kernel.passes:
         assert trace.snapshot(record.before), record
+
+
+def _insert_lines(path, index, lines):
+    old = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(old[:index] + lines + old[index:]))
+
+
+def test_a_damaged_trace_loads_what_it_can_and_says_what_was_skipped(tmp_path):
+    run_dir = tmp_path / "demo" / "run-1"
+    passes, codegen = write_run(run_dir)
+    _insert_lines(run_dir / "trace.jsonl", 2, [
+        b'{"type": "pass", "kernel": "k1", "seq": 9, "name": "tl.\xff\xfeBroken"}\n',  # not UTF-8
+        b'{"type": "pass", "kernel": "k1", "seq": "x", "name": "p", "status": "changed"}\n',  # a seq that is no number
+        b'{"type": "pass", "kernel": "k1", "seq": 8, "name": "p", "status": "bogus"}\n',  # no such status
+        b"[1, 2]\n",  # JSON, but no record
+    ])
+    _insert_lines(run_dir / "snapshots.jsonl", 1, [b'{"digest": "zz", "text": "\xc3("}\n'])
+    with pytest.warns(TraceDamaged) as caught:
+        trace = load_trace(str(run_dir))
+    (warning,) = caught
+    message = f"{run_dir}/trace.jsonl: 4 damaged lines skipped (line 3, 4, 5, 6); the rest of the trace is loaded"
+    assert str(warning.message) == message and message in trace.run.notes  # the report shows the notes
+    (kernel,) = trace.kernels
+    assert kernel.passes == tuple(passes) and kernel.codegen == (codegen,) and kernel.status is KernelStatus.OK
+    with pytest.warns(TraceDamaged, match=r"snapshots.jsonl: 1 damaged line skipped \(line 2\); the IR or source stored there is missing"):
+        assert trace.snapshot(passes[1].after) == IR_B  # the line after the damaged one still loads
+    assert trace.snapshot(passes[0].before) == IR_A and trace.snapshot("zz") == ""
+
+
+def test_the_cli_on_a_damaged_trace_warns_in_one_line(tmp_path):
+    import subprocess
+
+    from conftest import lower_trace_cli
+
+    run_dir = tmp_path / "demo" / "run-1"
+    write_run(run_dir)
+    _insert_lines(run_dir / "trace.jsonl", 2, [b'{"type": "note", "text": "\xff"}\n'])
+    _insert_lines(run_dir / "snapshots.jsonl", 0, [b"\x00\x9c garbage\n"])
+    for args in (["show", str(run_dir)], ["list", "--passes", str(run_dir)], ["list", "--runs", str(tmp_path)], ["report", str(run_dir)]):
+        proc = subprocess.run([lower_trace_cli(), *args], capture_output=True, text=True)
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr and "UnicodeDecodeError" not in proc.stderr
+        assert f"lower-trace: warning: {run_dir}/trace.jsonl: 1 damaged line skipped (line 3)" in proc.stderr
+        if args[0] == "show":
+            assert f"lower-trace: warning: {run_dir}/snapshots.jsonl: 1 damaged line skipped (line 1)" in proc.stderr
+            assert "tl.LowerTileOp" in proc.stdout and "+    T.evaluate(0)" in proc.stdout
+
+
+def test_a_damaged_run_header_is_one_clear_line(tmp_path):
+    run_dir = tmp_path / "run-1"
+    write_run(run_dir)
+    data = (run_dir / "trace.jsonl").read_bytes()
+    (run_dir / "trace.jsonl").write_bytes(b"\xff" + data[1:])
+    with pytest.raises(TraceNotFound) as err:
+        load_trace(str(run_dir))
+    assert str(err.value) == f"{run_dir}/trace.jsonl: line 1 (the run header) is damaged; this trace cannot be loaded"

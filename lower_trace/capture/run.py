@@ -1,12 +1,12 @@
-"""One traced process run: its trace directory, its kernels, its messages.
+"""One traced process run: the sink compile sessions report to.
 
 A :class:`TraceRun` is created by ``enable()`` and closed by ``disable()``,
-``reset()`` or interpreter exit. Compile sessions report to it; it appends to
-the trace and renders the terminal view per kernel. The HTML report is written
-after each compile by a background thread (coalesced; at most once a second,
-and never more than a tenth of the time; off the compile's path) and once more, in the foreground, when the run closes.
-Every disk or render fault is one warning and tracing degrades; the user's
-compile never notices.
+``reset()`` or interpreter exit. It owns the run's trace writer (store.py), its
+worker thread, kernel ids, the working copies and the user's messages. Each
+finished kernel is handed to the run's listeners (the terminal view, the HTML
+report: see ``sink.KernelListener``; api.py wires them, capture imports no
+renderer). Every disk or listener fault is one warning and tracing degrades;
+the user's compile never notices.
 """
 
 from __future__ import annotations
@@ -15,19 +15,16 @@ import os
 import sys
 import threading
 import time
-from typing import Any, NamedTuple, TextIO
+from typing import Any, NamedTuple
 
 from ..config import Config
-from ..model import KernelStatus, KernelTrace, RunInfo, to_json
-from ..paths import script_name
+from ..model import KernelEnd, KernelStart, KernelStatus, KernelTrace, Note, RunInfo, to_json
 from ..override import EditOutcome, EditStore
-from ..store import TraceWriter
+from ..paths import script_name
+from ..store import REPORT, TraceWriter, new_run_dir, script_dir_of
+from .messages import Messages
+from .sink import KernelListener
 from .worker import Worker
-
-REPORT_INTERVAL_S = 1.0
-# A rewrite of a big run's report takes a while; wait at least this many times as
-# long before the next, so background rewrites stay a small share of the run.
-REPORT_BACKOFF = 10.0
 
 
 class KernelSummary(NamedTuple):
@@ -37,51 +34,15 @@ class KernelSummary(NamedTuple):
     failed: bool
 
 
-class Messages:
-    """One-line messages to the user on stderr, each kind said once."""
-
-    def __init__(self, stream: TextIO | None = None) -> None:
-        self._stream = stream
-        self._said: set[str] = set()
-        self._lock = threading.Lock()
-
-    @property
-    def stream(self) -> TextIO:
-        return self._stream or sys.stderr
-
-    def say(self, text: str, once: str | None = None) -> None:
-        with self._lock:
-            if once is not None:
-                if once in self._said:
-                    return
-                self._said.add(once)
-        try:
-            self.stream.write(f"lower-trace: {text}\n")
-            self.stream.flush()
-        except Exception:
-            pass  # a closed stderr must not break the compile either
-
-
-def _new_run_id(script_dir: str) -> str:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    base = f"run-{stamp}-{os.getpid()}"
-    candidate, n = base, 1
-    while os.path.exists(os.path.join(script_dir, candidate)):
-        n += 1
-        candidate = f"{base}-{n}"
-    return candidate
-
-
 class TraceRun:
     def __init__(self, config: Config, messages: Messages | None = None) -> None:
         self.config = config
         self.messages = messages or Messages()
         script = script_name()
-        self.script_dir = os.path.abspath(os.path.join(config.trace_dir, script))
-        run_id = _new_run_id(self.script_dir)
-        self.run_dir = os.path.join(self.script_dir, run_id)
+        self.script_dir = script_dir_of(config.trace_dir, script)
+        self.run_dir = new_run_dir(self.script_dir)
         self.info = RunInfo(
-            run_id=run_id,
+            run_id=os.path.basename(self.run_dir),
             started=time.time(),
             script=script,
             argv=tuple(sys.argv),
@@ -91,21 +52,26 @@ class TraceRun:
             versions={},
         )
         self.writer: TraceWriter | None = TraceWriter(self.run_dir, self.info) if config.writes_trace else None
-        self.worker = Worker(self.tracer_fault)
+        self.worker = Worker(self.tracer_fault, on_idle=self._flush)
         # Working copies of the generated source live beside the runs (they outlive them).
         self.edits: EditStore | None = EditStore(self.script_dir) if config.writes_trace else None
+        self.listeners: list[KernelListener] = []
         self._lock = threading.Lock()
         self._kernel_count = 0
         self._pending_notes: list[str] = []
         self.kernel_summaries: list[KernelSummary] = []  # what the closing line needs; the rest is on disk
-        self._last_report = 0.0
-        self._last_report_cost = 0.0
-        self._report_dirty = False
-        self._report_thread: threading.Thread | None = None
-        self._closing = threading.Event()
         self.closed = False
         if self.edits is None:
             self._warn_unused_edits()
+        if config.filter_error:
+            self.messages.say(config.filter_error, once="filter")
+
+    @property
+    def report_path(self) -> str:
+        return os.path.join(self.run_dir, REPORT)
+
+    def add_listener(self, listener: KernelListener) -> None:
+        self.listeners.append(listener)
 
     def _warn_unused_edits(self) -> None:
         try:
@@ -115,20 +81,25 @@ class TraceRun:
         if edited:
             self.note(
                 f"edited working copies in {EditStore(self.script_dir).root} are not used: terminal mode writes "
-                "nothing; set TL_LOWER_TRACE_DIR (or use TL_LOWER_TRACE=both) to compile them",
+                f"nothing; set {self.config.dir_setting} (or use {self.config.mode_setting} both) to compile them",
                 once="edits-unused",
             )
 
     # --- messages ------------------------------------------------------------
 
     def note(self, text: str, once: str | None = None) -> None:
-        """Tell the user once and keep the note in the trace."""
+        """Tell the user once and keep the note in the trace (and the report)."""
         self.messages.say(text, once=once)
         with self._lock:
             if not self._kernel_count:  # the trace starts with the first kernel
                 self._pending_notes.append(text)
                 return
-        self.worker.submit(lambda: self._append("note", {"text": text}))
+        self.worker.submit(lambda: self._write_note(text))
+
+    def _write_note(self, text: str) -> None:
+        self.append_record("note", Note(text))
+        for listener in self.listeners:
+            self._call(listener.note, text)
 
     def edits_fault(self, exc: OSError) -> None:
         root = self.edits.root if self.edits is not None else self.script_dir
@@ -140,8 +111,13 @@ class TraceRun:
         )
 
     def edit_resolved(self, kernel: str, outcome: EditOutcome) -> None:
-        """Say what happened to a kernel's working copy: each run, once per file."""
-        self.messages.say(outcome.message(kernel), once=f"edit:{outcome.path}")
+        """Say what happened to a kernel's working copy: once per file; at scale, a few and a count."""
+        kind = "created" if outcome.created else outcome.status.value
+        if outcome.created:
+            more = f"{{n}} more working copies saved in {os.path.dirname(outcome.path)} (`lower-trace edits` lists them)"
+        else:
+            more = f"{{n}} more working copies {outcome.status.value} (`lower-trace edits` lists them)"
+        self.messages.say(outcome.message(kernel), once=f"edit:{outcome.path}", group=f"edit:{kind}", more=more)
 
     def tracer_fault(self, exc: BaseException) -> None:
         self.messages.say(
@@ -154,23 +130,34 @@ class TraceRun:
         self.edits = None
         self.messages.say(
             f"cannot write the trace under {self.config.trace_dir} ({exc.__class__.__name__}: {exc}); "
-            "tracing to disk is off for this run, your compile goes on (set TL_LOWER_TRACE_DIR to a writable folder)",
+            f"tracing to disk is off for this run, your compile goes on (set {self.config.dir_setting} to a writable folder)",
             once="disk",
         )
 
+    def listener_fault(self, listener: Any, exc: BaseException) -> None:
+        """A view that failed is dropped. The report failing to write is the run's disk
+        fault (the same folder, the same one warning); anything else is a tracer fault."""
+        if listener in self.listeners:
+            self.listeners.remove(listener)
+        if isinstance(exc, OSError):
+            self._disk_fault(exc)
+        else:
+            self.tracer_fault(exc)
+
     # --- records ---------------------------------------------------------------
 
-    def register_kernel(self, **fields: Any) -> str:
+    def register_kernel(self, name: str, started: float, target: str, entry: str, pass_configs: dict[str, str]) -> str:
         """A new kernel id now; its record is written by the worker, before the kernel's passes."""
         with self._lock:
             self._kernel_count += 1
             kernel_id = f"k{self._kernel_count}"
             notes, self._pending_notes = self._pending_notes, []
+        start = KernelStart(kernel_id, name, started, target, entry, pass_configs)
 
         def write() -> None:
             for text in notes:
-                self._append("note", {"text": text})
-            self._append("kernel", {"kernel_id": kernel_id, **fields})
+                self._write_note(text)
+            self.append_record("kernel", start)
 
         self.worker.submit(write)
         return kernel_id
@@ -185,107 +172,72 @@ class TraceRun:
             self._disk_fault(exc)
 
     def append_record(self, kind: str, record: Any) -> None:
-        self._append(kind, to_json(record))
-
-    def _append(self, kind: str, data: dict[str, Any]) -> None:
         writer = self.writer
         if writer is None:
             return
         try:
-            writer.append(kind, data)
+            writer.append(kind, to_json(record))
         except OSError as exc:
             self._disk_fault(exc)
         except (TypeError, ValueError) as exc:  # a value JSON cannot hold
             self.tracer_fault(exc)
 
+    def _flush(self) -> None:
+        writer = self.writer
+        if writer is None:
+            return
+        try:
+            writer.flush()
+        except OSError as exc:
+            self._disk_fault(exc)
+
     def kernel_finished(self, kernel: KernelTrace, texts: dict[str, str]) -> None:
-        end = {"kernel_id": kernel.kernel_id, "status": kernel.status.value, "ms": kernel.ms, "target": kernel.target}
-        if kernel.error is not None:
-            end["error"] = to_json(kernel.error)
-        self._append("kernel_end", end)
+        self.append_record("kernel_end", KernelEnd(kernel.kernel_id, kernel.status, kernel.ms, kernel.target, kernel.error))
         with self._lock:
             self.kernel_summaries.append(
                 KernelSummary(kernel.kernel_id, len(kernel.passes), kernel.failed_count, kernel.status is KernelStatus.FAILED)
             )
-        if self.config.prints_terminal:
-            try:
-                from ..render.terminal import TerminalRenderer
-
-                TerminalRenderer(self.messages.stream).render_kernel(kernel, texts.get)
-            except Exception as exc:
-                self.tracer_fault(exc)
-        if self.config.writes_report:
-            self._schedule_report()
-
-    # --- report and close --------------------------------------------------------
+        text_of = texts.get
+        on_worker = threading.current_thread() is self.worker_thread
+        for listener in list(self.listeners):
+            if listener.inline or on_worker:
+                self._call(listener.kernel_finished, kernel, text_of, listener=listener)
+            else:
+                self.worker.submit(lambda listener=listener: self._call(listener.kernel_finished, kernel, text_of, listener=listener))
 
     @property
-    def report_path(self) -> str:
-        return os.path.join(self.run_dir, "report.html")
+    def worker_thread(self) -> threading.Thread | None:
+        return self.worker._thread
 
-    def write_report(self) -> str | None:
-        """Render the HTML report from the trace on disk; also refresh {dir}/{script}/report.html."""
-        writer = self.writer
-        if writer is None or not writer.started:
-            return None
-        started = time.monotonic()
+    def _call(self, func: Any, *args: Any, listener: Any = None) -> Any:
         try:
-            from ..render.html import write_report
-
-            path = write_report(self.run_dir, self.report_path, latest_link=os.path.join(self.script_dir, "report.html"))
-        except OSError as exc:
-            self._disk_fault(exc)
-            return None
+            return func(*args)
         except Exception as exc:
-            self.tracer_fault(exc)
+            self.listener_fault(listener if listener is not None else getattr(func, "__self__", None), exc)
             return None
-        self._last_report = time.monotonic()
-        self._last_report_cost = self._last_report - started
-        return path
 
-    def _schedule_report(self) -> None:
-        with self._lock:
-            self._report_dirty = True
-            if self._report_thread is not None or self._closing.is_set():
-                return  # the running writer picks the change up
-            thread = threading.Thread(target=self._report_loop, name="lower-trace-report", daemon=True)
-            self._report_thread = thread
-        thread.start()
-
-    def _report_loop(self) -> None:
-        while True:
-            pause = max(REPORT_INTERVAL_S, REPORT_BACKOFF * self._last_report_cost)
-            wait = pause - (time.monotonic() - self._last_report)
-            if wait > 0 and self._closing.wait(wait):
-                break  # close() writes the final report itself
-            with self._lock:
-                if not self._report_dirty or self._closing.is_set():
-                    break
-                self._report_dirty = False
-            self.write_report()
-        with self._lock:
-            self._report_thread = None
+    # --- close -------------------------------------------------------------------
 
     def close(self, quiet_if_empty: bool = False) -> None:
-        """Finish the run: final report, one summary line, files closed."""
+        """Finish the run: the worker drains, listeners close (the report's end), one summary line."""
         if self.closed:
             return
         self.closed = True
-        self.worker.close()  # every queued snapshot and record reaches the disk first
-        self._closing.set()
-        thread = self._report_thread
-        if thread is not None:
-            thread.join()
+        self.worker.close()  # every queued snapshot, record and report block reaches the disk first
         count = len(self.kernel_summaries)
-        report = self.write_report() if self.config.writes_report and count else None
+        report = None
+        for listener in self.listeners:
+            named = self._call(listener.close, listener=listener)
+            report = report or named
         if self.writer is not None:
             try:
                 self.writer.close()
             except OSError:
                 pass
+        self.messages.flush_groups()
         if count == 0:
             if not quiet_if_empty:
-                self.messages.say("tracing was on, but no TileLang kernel was compiled in this run")
+                self.messages.say("tracing was on, but no kernel was compiled in this run")
             return
         self.messages.say(self.summary() + (f"; report: file://{report}" if report else f"; trace: {self.run_dir}" if self.writer else ""))
 

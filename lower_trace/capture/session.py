@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from ..model import CodegenRecord, ErrorInfo, KernelStatus, KernelTrace, PassRecord, PassStatus
 from ..override import EditOutcome, line_directive
 from ..store import digest_of
+from .sink import TraceSink
 from .worker import SnapshotRef
 
 _RECENT = 8  # recent contents remembered; covers nested passes and the host/device split
@@ -75,12 +76,27 @@ class OpenPass:
 
 
 def error_info(error: BaseException, with_traceback: bool = True) -> ErrorInfo:
+    """The exception as the trace keeps it: type, the whole message as text (a compiler's output
+    keeps its line breaks), traceback. A failed subprocess (CalledProcessError, TimeoutExpired)
+    keeps the compiler's output apart from str(): it is added to the message. Never raises."""
+    import subprocess
+
+    try:
+        message = str(error)
+    except Exception:  # an exception whose __str__ raises
+        message = f"<{type(error).__name__}: the message could not be read>"
+    if isinstance(error, subprocess.SubprocessError):
+        for output in dict.fromkeys((getattr(error, "stderr", None), getattr(error, "output", None))):
+            if isinstance(output, bytes):
+                output = output.decode("utf-8", "replace")
+            if isinstance(output, str) and output.strip() and output.strip() not in message:
+                message = f"{message}\n{output.rstrip()}"
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__)) if with_traceback else ""
-    return ErrorInfo(type=type(error).__name__, message=str(error), traceback=text)
+    return ErrorInfo(type=type(error).__name__, message=message, traceback=text)
 
 
 class CompileSession:
-    def __init__(self, run: Any, ir: IRAdapter, entry: str = "", edits: bool = True) -> None:
+    def __init__(self, run: TraceSink, ir: IRAdapter, entry: str = "", edits: bool = True) -> None:
         self.run = run
         self.edits_enabled = edits  # working copies for this compile's generated source
         self.attached = False  # an integration's tracker is on the current PassContext
@@ -91,6 +107,7 @@ class CompileSession:
         self.kernel_name = ""
         self.signature = ""
         self.target = ""
+        self.initial_text = ""  # the TIR as handed to lowering (set when edits are on)
         self._edits: list[EditOutcome] = []
         self.started = time.time()
         self._t0 = time.perf_counter()
@@ -100,8 +117,8 @@ class CompileSession:
         # error before the context closes, which would be no measure of the pass.
         self._interrupted: list[OpenPass] = []
         self._finished = False
-        # Filled by the worker thread. Texts are kept only for the terminal view.
-        self.texts: dict[str, str] | None = {} if run.config.prints_terminal else None
+        # Filled by the worker thread; the kernel's texts go to the run's listeners with it.
+        self.texts: dict[str, str] | None = {}
         self.passes: list[PassRecord] = []
         self.codegen_steps: list[CodegenRecord] = []
 
@@ -114,7 +131,7 @@ class CompileSession:
             if self.ir.same(seen, identity):
                 return ref
         ref = SnapshotRef()
-        self.worker.submit(lambda: self._print(ref, identity))
+        self.worker.submit(lambda: self._print(ref, identity), urgent=True)  # printing is the work worth starting now
         self._remember(identity, ref)
         return ref
 
@@ -127,7 +144,7 @@ class CompileSession:
 
     def _store_text(self, text: str) -> str:
         digest = digest_of(text)
-        if self.texts is not None:
+        if self.texts is not None:  # None once the kernel was handed over
             self.texts[digest] = text
         self.run.store_snapshot(digest, text)
         return digest
@@ -143,7 +160,23 @@ class CompileSession:
         context = self.ir.compile_context()
         self.kernel_name = self.ir.kernel_name(mod)
         self.signature = self.ir.kernel_signature(mod)
+        if self.edits_enabled and self.run.edits is not None:
+            # The TIR as handed to lowering tells kernel variants apart (edits need it at codegen
+            # time): printed here, once; the first pass's snapshot reuses it.
+            try:
+                text = self.ir.print_ir(mod)
+                ref = SnapshotRef(digest_of(text))
+                identity = self.ir.identity(mod)
+            except Exception as exc:  # a faulty printer: no variant key, the compile goes on
+                self.tracer_fault(exc)
+            else:
+                self.initial_text = text
+                self.worker.submit(lambda: self._store_text(text))
+                self._remember(identity, ref)
         self.target = str(context.get("target", ""))
+        # With the TIR, the target and pass configs make the variant: they change the code too.
+        configs = context.get("pass_configs", {})
+        self.variant_config = f"target={self.target}; " + ", ".join(f"{k}={configs[k]}" for k in sorted(configs, key=str))
         self.kernel_id = self.run.register_kernel(
             name=self.kernel_name,
             started=self.started,
@@ -267,7 +300,10 @@ class CompileSession:
         if edits is None or not self.kernel_name or not self.edits_enabled:
             return generated
         try:
-            outcome = edits.resolve(self.kernel_name, self.signature, active.role, active.language, generated)
+            outcome = edits.resolve(
+                self.kernel_name, self.signature, active.role, active.language, generated,
+                tir=self.initial_text, config=getattr(self, "variant_config", ""),
+            )
         except OSError as exc:
             self.run.edits_fault(exc)
             return generated
@@ -320,12 +356,12 @@ class CompileSession:
                     )
         ms = round((time.perf_counter() - self._t0) * 1000.0, 3)
         failure = error_info(error) if error is not None else None
-        if self.texts is not None:
+        if self.run.config.prints_terminal:
             # The terminal view comes out in order with the user's own output.
             self.worker.wait()
             self._hand_over(ms, failure)
         else:
-            self.worker.submit(lambda: self._hand_over(ms, failure))
+            self.worker.submit(lambda: self._hand_over(ms, failure), urgent=True)
 
     def _hand_over(self, ms: float, failure: ErrorInfo | None) -> None:
         kernel = KernelTrace(

@@ -5,17 +5,24 @@ it prints and while its passes run, so a worker thread that prints snapshots
 and appends records runs alongside the compile instead of inside it. Jobs run
 in the order they were submitted: a record's snapshots are always resolved
 before the record is written.
+
+Waking a thread costs more than most jobs do (a record is a few microseconds of
+work; a wake-up is a futex call and a GIL hand-over on each side), so jobs are
+queued without a wake-up and the worker is woken only for work worth starting
+at once (``urgent``: printing) or when enough has piled up. When the queue runs
+dry the worker calls ``on_idle`` (the store flushes its files then, once per
+batch rather than once per record).
 """
 
 from __future__ import annotations
 
+import collections
 import os
-import queue
 import threading
 from collections.abc import Callable
 
 Job = Callable[[], None]
-_STOP = None
+_BATCH = 64  # queued jobs that wake the worker even when none is urgent
 _BACKLOG = 4096  # bounded: a compile far ahead of its printer waits rather than hoarding memory
 
 
@@ -29,42 +36,72 @@ class SnapshotRef:
 
 
 class Worker:
-    def __init__(self, on_fault: Callable[[BaseException], None]) -> None:
+    def __init__(self, on_fault: Callable[[BaseException], None], on_idle: Callable[[], None] | None = None) -> None:
         self._on_fault = on_fault
+        self._on_idle = on_idle
         self._lock = threading.Lock()
-        self._queue: queue.Queue[Job | None] = queue.Queue(_BACKLOG)
+        self._wake = threading.Condition(self._lock)
+        self._jobs: collections.deque[Job] = collections.deque()
+        self._waiting = False  # the worker sleeps on _wake (read without the lock: see _signal)
+        self._stop = False
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
         self._closed = False
 
-    def submit(self, job: Job) -> None:
+    def submit(self, job: Job, urgent: bool = False) -> None:
         """Run job on the worker thread, after every job submitted before it."""
         if self._closed or not self._ensure_thread():
             self._run(job)  # no thread to be had (interpreter shutting down): run it here
+            self._idle()
             return
-        self._queue.put(job)
+        jobs = self._jobs
+        jobs.append(job)
+        if urgent or len(jobs) >= _BATCH:
+            self._signal()
+            if len(jobs) > _BACKLOG and threading.current_thread() is not self._thread:
+                self.wait()
+
+    def kick(self) -> None:
+        """Start on whatever is queued now."""
+        if self._jobs:
+            self._signal()
 
     def wait(self) -> None:
         """Block until every job submitted so far has run."""
         if self._thread is None or self._closed:
             return
         done = threading.Event()
-        self.submit(done.set)
+        self._jobs.append(done.set)  # straight in: a wait must not itself wait for the backlog
+        self._signal()
         done.wait()
 
     def close(self) -> None:
         """Run what is queued, then stop the thread. Later jobs run inline."""
         with self._lock:
             thread, self._closed = self._thread, True
+            self._stop = True
+            self._wake.notify()
         if thread is not None and thread.is_alive():
-            self._queue.put(_STOP)
             thread.join()
+        while self._jobs:  # a thread that never started, or a fork's leftovers
+            self._run(self._jobs.popleft())
+        self._idle()
+
+    def _signal(self) -> None:
+        # The worker sets _waiting under the lock and checks the queue again before it
+        # sleeps, so reading the flag here without the lock cannot lose a wake-up.
+        if self._waiting:
+            with self._lock:
+                self._wake.notify()
 
     def _ensure_thread(self) -> bool:
+        if self._thread is not None and self._pid == os.getpid():
+            return True
         with self._lock:
             if self._pid != os.getpid():  # a forked child: the parent's thread did not come along
-                self._queue = queue.Queue(_BACKLOG)
+                self._jobs = collections.deque()
                 self._thread = None
+                self._waiting = False
                 self._pid = os.getpid()
             if self._thread is not None:
                 return True
@@ -77,11 +114,23 @@ class Worker:
             return True
 
     def _loop(self) -> None:
+        jobs = self._jobs
         while True:
-            job = self._queue.get()
-            if job is _STOP:
-                return
-            self._run(job)
+            while jobs:
+                self._run(jobs.popleft())
+            self._idle()
+            with self._lock:
+                if not jobs:
+                    if self._stop:
+                        return
+                    self._waiting = True
+                    while not jobs and not self._stop:
+                        self._wake.wait()
+                    self._waiting = False
+
+    def _idle(self) -> None:
+        if self._on_idle is not None:
+            self._run(self._on_idle)
 
     def _run(self, job: Job) -> None:
         try:

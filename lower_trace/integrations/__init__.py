@@ -11,20 +11,21 @@ from typing import Any
 
 import sys
 
+from ..capture.sink import GetRun, TraceSink
 from .. import post_import
 from ..config import hide_mode_variable
 
 _installed: list[Any] = []
 
 
-def attach(get_run: Callable[[], Any]) -> None:
+def attach(get_run: GetRun) -> None:
     if "tilelang" not in sys.modules:
         post_import.while_importing("tilelang", _builtin_tracer_stays_off)
     post_import.when_imported("tilelang", lambda module: _attach_tilelang(get_run))
     post_import.when_imported("tvm", lambda module: _attach_tvm(get_run, module))
 
 
-def _attach_tvm(get_run: Callable[[], Any], module: Any) -> None:
+def _attach_tvm(get_run: GetRun, module: Any) -> None:
     """Plain Apache TVM only: TileLang's bundled TVM is traced through TileLang."""
     run = get_run()
     if run is None or "tilelang" in sys.modules or "tilelang" in str(getattr(module, "__file__", "")):
@@ -55,7 +56,7 @@ SUPPORTED = "TileLang 0.1.9 and later (0.1.15+ through tilelang.instrumentation)
 _OLDEST_TILELANG = (0, 1, 9)
 
 
-def _attach_tilelang(get_run: Callable[[], Any]) -> None:
+def _attach_tilelang(get_run: GetRun) -> None:
     run = get_run()
     if run is None:
         return
@@ -70,7 +71,7 @@ def _attach_tilelang(get_run: Callable[[], Any]) -> None:
     _installed.append(integration)
 
 
-def _tilelang_integration(get_run: Callable[[], Any], run: Any) -> Any:
+def _tilelang_integration(get_run: GetRun, run: TraceSink) -> Any:
     """The adapter for the installed TileLang, or None (after saying why) when there is none."""
     import tilelang
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from tilelang import instrumentation as tl_instr
 
+from ..capture.sink import GetRun, TraceSink
 from ..capture.session import CompileSession
 from .tilelang_common import PHASE_OF_FUNCTION, bypass_kernel_cache, keep_builtin_tracer_off, restore_kernel_cache, versions
 from .tvm_ir import TVMIR, SourceHooks, TrackerInstrument
@@ -22,7 +23,7 @@ TOOL_NAME = "lower-trace"
 class _Tool(tl_instr.PassInstrumentationTool):
     """One per compile: TileLang creates it when a compile session opens."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: TraceSink) -> None:
         self._run = run
         self._ir = TVMIR(tl_instr.current_pass_phase, PHASE_OF_FUNCTION)
         self._session: CompileSession | None = None
@@ -60,7 +61,7 @@ class _Tool(tl_instr.PassInstrumentationTool):
 class TileLangIntegration:
     """Attach to / detach from an imported TileLang 0.1.15+, restoring what was changed."""
 
-    def __init__(self, get_run: Any) -> None:
+    def __init__(self, get_run: GetRun) -> None:
         self._get_run = get_run
         self._cache_was_enabled = False
         self._hooks = SourceHooks()

@@ -8,6 +8,7 @@ from typing import Any
 
 import tilelang
 
+from ..capture.sink import TraceSink
 from ..config import mode_variable_is_set
 from .tvm_ir import tvm_version
 
@@ -26,7 +27,7 @@ def versions() -> dict[str, str]:
     return {"tilelang": str(getattr(tilelang, "__version__", "")), "tvm": tvm_version()}
 
 
-def keep_builtin_tracer_off(run: Any) -> None:
+def keep_builtin_tracer_off(run: TraceSink) -> None:
     """One tracer at a time. If TileLang's built-in started (TileLang was imported with
     TL_LOWER_TRACE set before lower-trace was enabled), stop it through its public
     disable(); either way, say once that ours is the only one writing."""
@@ -38,7 +39,7 @@ def keep_builtin_tracer_off(run: Any) -> None:
         run.note("TileLang's built-in lower_trace is off; lower-trace is the only tracer writing", once="builtin")
 
 
-def bypass_kernel_cache(run: Any) -> bool:
+def bypass_kernel_cache(run: TraceSink) -> bool:
     """A kernel served from TileLang's cache runs no pass and would leave an empty trace:
     while tracing, every kernel is compiled afresh. Returns whether the cache was on."""
     is_enabled = getattr(tilelang, "is_cache_enabled", None)

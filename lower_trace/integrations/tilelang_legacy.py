@@ -24,6 +24,7 @@ from contextvars import ContextVar
 from typing import Any
 
 
+from ..capture.sink import GetRun
 from ..capture.naming import call_sites
 from ..capture.session import CompileSession
 from .tilelang_common import PHASE_OF_FUNCTION, bypass_kernel_cache, keep_builtin_tracer_off, restore_kernel_cache, versions
@@ -42,7 +43,7 @@ def supported() -> bool:
 
 
 class LegacyTileLangIntegration:
-    def __init__(self, get_run: Any) -> None:
+    def __init__(self, get_run: GetRun) -> None:
         self._get_run = get_run
         self._ir = TVMIR(_phase.get, _PHASE_RULES)
         self._patches = Patches()

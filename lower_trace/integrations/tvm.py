@@ -22,6 +22,7 @@ import tvm_ffi
 
 import lower_trace
 
+from ..capture.sink import GetRun
 from ..capture.session import CompileSession
 from ..capture.tracker import PassTracker
 from .patching import Patches
@@ -58,7 +59,7 @@ def versions() -> dict[str, str]:
 
 
 class TVMIntegration:
-    def __init__(self, get_run: Any) -> None:
+    def __init__(self, get_run: GetRun) -> None:
         self._get_run = get_run
         self._ir = _ir()
         self._patches = Patches()
@@ -104,7 +105,7 @@ def _traced_codegen(name: str, original: Any) -> Any:
 class _SessionTracker(PassTracker):
     """One traced compile per PassContext that carries this instrument."""
 
-    def __init__(self, get_run: Any) -> None:
+    def __init__(self, get_run: GetRun) -> None:
         super().__init__(None)
         self._get_run = get_run
         self._token: Any = None
@@ -153,5 +154,5 @@ def _finish(session: CompileSession, error: BaseException | None) -> None:
 _SessionInstrument = tvm.ir.instrument.pass_instrument(_SessionTracker)
 
 
-def session_instrument(get_run: Any) -> Any:
+def session_instrument(get_run: GetRun) -> Any:
     return _SessionInstrument(get_run)

@@ -19,6 +19,7 @@ import tvm_ffi
 
 import lower_trace
 
+from ..capture.sink import TraceSink
 from ..capture.naming import call_sites, factory_name
 from ..capture.session import CompileSession, current_codegen
 from ..capture.tracker import PassTracker
@@ -48,7 +49,7 @@ ANONYMOUS_PASSES = ("sequential", "_pipeline")
 
 
 def run_traced(
-    run: Any,
+    run: TraceSink,
     session_var: Any,
     new_session: Callable[[], CompileSession],
     call: Callable[[], Any],
@@ -136,44 +137,29 @@ class TVMIR:
     def print_ir(self, mod: Any) -> str:
         return mod.script()
 
-    def identity(self, mod: Any) -> tuple[Any, ...]:
-        """The module's parts, held by reference: passes may update an IRModule in
-        place (SplitHostDevice does), but never the functions and attrs it holds
-        while we keep a reference to them (TVM copies on write when shared)."""
-        parts = sorted(((gv.name_hint, gv, func) for gv, func in mod.functions.items()), key=lambda item: item[0])
-        return (mod.attrs, mod.global_infos, tuple(parts))
+    def identity(self, mod: Any) -> tuple[Any, Any, Any]:
+        """The module's parts, held by reference: passes may update an IRModule in place
+        (SplitHostDevice does), but never its function map, attrs or global infos while
+        we hold a reference to them (TVM copies on write when shared). Three attribute
+        reads per callback, no iteration."""
+        return (mod.attrs, mod.global_infos, mod.functions)
 
-    def rebuild(self, identity: tuple[Any, ...]) -> Any:
+    def rebuild(self, identity: tuple[Any, Any, Any]) -> Any:
         """A module with exactly the captured content (prints the same as the original did)."""
-        attrs, infos, parts = identity
-        return _make_module({gv: func for _, gv, func in parts}, attrs, infos)
+        attrs, infos, functions = identity
+        return _make_module(functions, attrs, infos)
 
-    def same(self, a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-        return self._compare(a, b, _same_object)
+    def same(self, a: tuple[Any, Any, Any], b: tuple[Any, Any, Any]) -> bool:
+        return _same_object(a[2], b[2]) and _same_object(a[0], b[0]) and _same_object(a[1], b[1])
 
-    def equivalent(self, a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-        """Structural equality: about ten times cheaper than printing both modules."""
+    def equivalent(self, a: tuple[Any, Any, Any], b: tuple[Any, Any, Any]) -> bool:
+        """Structural equality: about ten times cheaper than printing both modules. Passes
+        often return a new function map holding the very same functions: those are
+        compared by pointer, only the others structurally."""
         try:
-            return self._compare(a, b, tvm.ir.structural_equal)
+            return _equal_part(a[0], b[0]) and _equal_part(a[1], b[1]) and _equal_functions(a[2], b[2])
         except Exception:
             return False
-
-    @staticmethod
-    def _compare(a: tuple[Any, ...], b: tuple[Any, ...], equal: Any) -> bool:
-        (attrs_a, infos_a, funcs_a), (attrs_b, infos_b, funcs_b) = a, b
-        if len(funcs_a) != len(funcs_b):
-            return False
-
-        def same_part(x: Any, y: Any) -> bool:
-            if x is None or y is None:
-                return x is y
-            return _same_object(x, y) or bool(equal(x, y))
-
-        return (
-            same_part(attrs_a, attrs_b)
-            and same_part(infos_a, infos_b)
-            and all(name_a == name_b and same_part(fa, fb) for (name_a, _, fa), (name_b, _, fb) in zip(funcs_a, funcs_b))
-        )
 
     def kernel_name(self, mod: Any) -> str:
         try:
@@ -249,6 +235,41 @@ class TVMIR:
         except Exception:
             text = str(target)
         return role, language or text.split()[0], text
+
+
+def _equal_part(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is b
+    return _same_object(a, b) or bool(tvm.ir.structural_equal(a, b))
+
+
+def _equal_functions(a: Any, b: Any) -> bool:
+    if _same_object(a, b):
+        return True
+    if len(a) != len(b):
+        return False
+    theirs = {gv.name_hint: func for gv, func in b.items()}
+    for gv, func in a.items():
+        other = theirs.get(gv.name_hint)
+        if other is None or not (func.same_as(other) or _same_parts(func, other) or tvm.ir.structural_equal(func, other)):
+            return False
+    return True
+
+
+_FUNCTION_PARTS = ("body", "params", "buffer_map", "attrs")
+
+
+def _same_parts(a: Any, b: Any) -> bool:
+    """A function rebuilt around the very same body, params, buffers and attrs (a no-op
+    pass often returns one): equal without walking the body."""
+    try:
+        if not all(_same_object(getattr(a, part), getattr(b, part)) for part in _FUNCTION_PARTS):
+            return False
+        # Types are compared structurally: TVM's Type.same_as recurses into itself.
+        ours, theirs = getattr(a, "ret_type", None), getattr(b, "ret_type", None)
+        return ours is theirs if ours is None or theirs is None else bool(tvm.ir.structural_equal(ours, theirs))
+    except AttributeError:  # not a PrimFunc: compared structurally
+        return False
 
 
 def _same_object(a: Any, b: Any) -> bool:

@@ -1,23 +1,43 @@
 """The HTML report: one self-contained, offline file per run.
 
-Python builds plain data; the page (assets/report.html, .css, .js, inlined at
-render time) builds itself from a JSON data block.
+Python builds plain data; the page (assets/report.html, .css, .js, inlined
+when the file is started) builds itself from JSON blocks. The file is written
+append-only by :class:`~lower_trace.render.report_writer.ReportWriter`: the
+page head, then one block per kernel, then an end marker (see docs/report.md).
+This module holds what the page is made of; ``write_report`` rebuilds a
+report from a stored trace through the same writer.
 """
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import os
 import re
 import threading
 import urllib.parse
+from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ..model import CodegenRecord, Trace, to_json
+from ..model import CodegenRecord, KernelTrace, RunInfo, to_json
+from ..override import EditStatus
 from ..store import load_trace
+from . import terminal
+
+# What the page's JS is made of, in the order it runs (each its own <script>).
+SCRIPTS = ("diff.js", "text.js", "blocks.js", "search.js", "kernels.js", "view.js", "report.js")
+PAGE_FORMAT = 2  # 1: one data block + one snapshot pack; 2: append-only kernel blocks
+
+# What each edit status means, for the page. Keyed by override.EditStatus so that a
+# status added there without a text here fails loudly (page_rules), not silently.
+EDIT_TEXT = {
+    EditStatus.SYNCED: "the working copy matches the generated source",
+    EditStatus.PATCHED: "your edit of the working copy was compiled instead of the generated source",
+    EditStatus.REGENERATED: "codegen changed; the working copy was refreshed",
+    EditStatus.CONFLICT: "codegen changed and the working copy was edited: the new codegen was compiled, your edit was saved aside",
+}
+# Statuses that mean "the working copy differs from what codegen made": badged, and "edited" in the index.
+EDIT_BADGED = (EditStatus.PATCHED, EditStatus.REGENERATED, EditStatus.CONFLICT)
 
 
 def _asset(name: str) -> str:
@@ -36,55 +56,9 @@ def json_for_script(data: Any) -> str:
     )
 
 
-def report_data(trace: Trace) -> dict[str, Any]:
-    """Everything the page shows, as plain JSON-ready data; each snapshot text once.
-
-    No diff is computed here: the page diffs a pass when it shows it (and counts
-    +/- lines for the kernel on screen), with one algorithm for counts and views.
-    """
-    snapshots: dict[str, str] = {}
-
-    def keep(digest: str) -> str:
-        if digest and digest not in snapshots:
-            snapshots[digest] = trace.snapshot(digest)
-        return digest
-
-    kernels = []
-    for kernel in trace.kernels:
-        steps = []
-        for step in kernel.steps:
-            item = to_json(step)
-            item["kind"] = "codegen" if isinstance(step, CodegenRecord) else "pass"
-            if isinstance(step, CodegenRecord):
-                keep(step.tir)
-                keep(step.source)
-                keep(step.generated)
-            else:
-                keep(step.before)
-                keep(step.after)
-            steps.append(item)
-        kernels.append(
-            {
-                "id": kernel.kernel_id,
-                "name": kernel.name,
-                "target": kernel.target,
-                "entry": kernel.entry,
-                "status": kernel.status.value,
-                "ms": kernel.ms,
-                "passes": len(kernel.passes),
-                "changed": kernel.changed_count,
-                "failed": kernel.failed_count,
-                "error": to_json(kernel.error) if kernel.error else None,
-                "steps": steps,
-            }
-        )
-    return {"run": to_json(trace.run), "kernels": kernels, "snapshots": snapshots}
-
-
-def pack_snapshots(snapshots: dict[str, str]) -> str:
-    """Snapshots as base64 gzip JSON: IR text compresses about tenfold; the page inflates it."""
-    raw = json.dumps(snapshots, ensure_ascii=False).encode("utf-8", "surrogatepass")
-    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
+def escape_text(text: str) -> str:
+    """Text for an HTML text node (the title)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 _PLACEHOLDER = re.compile(r"/\*\{\{(\w+)\}\}\*/|\{\{(\w+)\}\}")
@@ -95,32 +69,135 @@ def fill(template: str, values: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: values[m.group(1) or m.group(2)], template)
 
 
-def render(trace: Trace) -> str:
-    data = report_data(trace)
-    snapshots = data.pop("snapshots")
-    title = f"lower-trace: {trace.run.script}"
+# --- rules the page shares with Python ------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def unsafe_class() -> str:
+    """The terminal's unsafe-character set as a JS regex character class, for the page.
+
+    Derived by running the terminal's own escaping over the Basic Multilingual Plane,
+    so the page marks exactly what the terminal escapes -- except the line feed,
+    which the page shows as a line break (the terminal escapes it inside names).
+    """
+    points = [cp for cp in range(0x10000) if cp != 0x0A and terminal.printable(chr(cp)) != chr(cp)]
+    ranges: list[list[int]] = []
+    for point in points:
+        if ranges and ranges[-1][1] == point - 1:
+            ranges[-1][1] = point
+        else:
+            ranges.append([point, point])
+    parts = [f"\\u{a:04x}" if a == b else f"\\u{a:04x}-\\u{b:04x}" for a, b in ranges]
+    return "[" + "".join(parts) + "]"
+
+
+def page_rules() -> dict[str, Any]:
+    """Rules that exist in Python and in the page, injected so there is one source."""
+    return {
+        "unsafe": unsafe_class(),
+        "edit": {status.value: {"text": EDIT_TEXT[status], "badge": status in EDIT_BADGED} for status in EditStatus},
+    }
+
+
+# --- the blocks of the page -----------------------------------------------------------
+
+
+def page_head(run: RunInfo, notes: list[str] | tuple[str, ...] = ()) -> str:
+    """The start of the file: markup, styles, scripts and the run header (a JSON block)."""
+    header = to_json(run)
+    header["notes"] = [*run.notes, *notes]
+    data = {"format": PAGE_FORMAT, "run": header, "rules": page_rules()}
+    scripts = "\n".join(f"<script>\n{_asset(name)}\n</script>" for name in SCRIPTS)
     return fill(
         _asset("report.html"),
         {
-            "title": title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"),
+            "title": escape_text(f"lower-trace: {run.script}"),
             "css": _asset("report.css"),
-            "diff_js": _asset("diff.js"),
-            "text_js": _asset("text.js"),
-            "js": _asset("report.js"),
             "data": json_for_script(data),
-            "snapshots": pack_snapshots(snapshots),
+            "scripts": scripts,
         },
     )
 
 
+def snapshot_digests(kernel: KernelTrace) -> list[str]:
+    """Every snapshot the kernel's records name, each once, in step order."""
+    seen: dict[str, None] = {}
+    for step in kernel.steps:
+        names = (step.tir, step.source, step.generated) if isinstance(step, CodegenRecord) else (step.before, step.after)
+        for digest in names:
+            if digest:
+                seen[digest] = None
+    return list(seen)
+
+
+def kernel_steps(kernel: KernelTrace) -> list[dict[str, Any]]:
+    steps = []
+    for step in kernel.steps:
+        item = to_json(step)
+        item["kind"] = "codegen" if isinstance(step, CodegenRecord) else "pass"
+        steps.append(item)
+    return steps
+
+
+SUMMARY_MESSAGE = 300  # characters of a compile error's message kept in the index summary
+
+
+def kernel_summary(kernel: KernelTrace, block: int, refs: list[int]) -> dict[str, Any]:
+    """What the index shows of a kernel, read for every kernel when the page opens: kept small."""
+    error = None
+    if kernel.error is not None:
+        error = {"type": kernel.error.type, "message": kernel.error.message[:SUMMARY_MESSAGE]}
+    edits = sorted({c.edit_status for c in kernel.codegen if c.edit_status})
+    return {
+        "id": kernel.kernel_id,
+        "name": kernel.name,
+        "target": kernel.target,
+        "entry": kernel.entry,
+        "status": kernel.status.value,
+        "ms": kernel.ms,
+        "passes": len(kernel.passes),
+        "changed": kernel.changed_count,
+        "failed": kernel.failed_count,
+        "steps": len(kernel.passes) + len(kernel.codegen),
+        "error": error,
+        "edits": edits,
+        "block": block,
+        "refs": refs,
+    }
+
+
+# --- files -------------------------------------------------------------------------------
+
+
 def write_report(run_dir: str, out_path: str | None = None, latest_link: str | None = None) -> str:
-    """Render the run in run_dir to out_path (default run_dir/report.html); latest_link gets a pointer page."""
+    """Build the report of the trace in run_dir at out_path (default run_dir/report.html).
+
+    Kernel by kernel through the same ReportWriter a traced run uses; written to
+    a temporary file renamed over out_path, so a failure never leaves half a
+    report (or the temporary) behind. latest_link gets a pointer page.
+    """
+    from .report_writer import ReportWriter
+
     trace = load_trace(run_dir)
-    out_path = out_path or os.path.join(trace.path, "report.html")
-    _write_atomically(out_path, render(trace))
+    out_path = os.path.abspath(out_path or os.path.join(trace.path, "report.html"))
+    tmp = f"{out_path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    writer = ReportWriter(tmp, trace.run)
+    try:
+        writer.start()
+        for kernel in trace.kernels:
+            writer.add_kernel(kernel, trace.snapshot)
+        writer.close()
+        os.replace(tmp, out_path)
+    except BaseException:
+        writer._release()
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
     if latest_link:
         write_pointer(latest_link, out_path)
-    return os.path.abspath(out_path)
+    return out_path
 
 
 def write_pointer(path: str, target: str) -> None:

@@ -12,7 +12,7 @@ from typing import TextIO
 
 from .. import diff
 from ..config import color_wanted
-from ..model import CodegenRecord, KernelTrace, PassRecord, PassStatus
+from ..model import CodegenRecord, ErrorInfo, KernelStatus, KernelTrace, PassRecord, PassStatus
 
 Snapshots = Callable[[str], "str | None"]
 
@@ -44,7 +44,6 @@ _STATUS_STYLE = {
     PassStatus.UNCHANGED: ("dim", "no-op"),
     PassStatus.FAILED: ("red bold", "FAILED"),
     PassStatus.INCOMPLETE: ("red", "incomplete"),
-    PassStatus.CODEGEN: ("magenta", "codegen"),
 }
 
 
@@ -59,14 +58,46 @@ def status_label(step: PassRecord | CodegenRecord) -> str:
 _UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
-def _printable(text: str) -> str:
-    """Show unsafe characters as \\uXXXX instead of letting the terminal obey them."""
+def printable(text: str) -> str:
+    """One line of output: unsafe characters (line breaks included) shown as \\uXXXX, not obeyed."""
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def printable_lines(text: str) -> list[str]:
+    """Multi-line text (an error message, a traceback, IR): its line breaks are layout, so
+    it is split at them ("\\n", "\\r\\n"); everything else unsafe is escaped in each line.
+    Tabs are layout too and pass through."""
+    return [printable(line) for line in text.replace("\r\n", "\n").split("\n")]
+
+
+def kernel_state(kernel: KernelTrace) -> str:
+    """What became of a compile, in the words every view uses: ok, failed (a pass raised),
+    compile failed (it failed outside every pass: codegen, gcc, nvcc ...), did not finish
+    (no end record: the process was killed or crashed mid-compile)."""
+    if kernel.status is KernelStatus.RUNNING:
+        return "did not finish"
+    if kernel.status is KernelStatus.FAILED:
+        return "failed" if kernel.failed_count else "compile failed"
+    return kernel.status.value
 
 
 def _ms(record: PassRecord) -> str:
     """A failed pass has no meaningful time: it ends when TVM has built the error."""
     return "" if record.status in (PassStatus.FAILED, PassStatus.INCOMPLETE) else f"{record.ms:.2f} ms"
+
+
+def _summary(kernel: KernelTrace) -> str:
+    """The header's counts: a failed compile names what failed, a killed one that it did not finish."""
+    count = len(kernel.passes)
+    parts = [f"{count} {'pass' if count == 1 else 'passes'}", f"{kernel.changed_count} changed"]
+    state = kernel_state(kernel)
+    if kernel.failed_count or state == "ok":
+        parts.append(f"{kernel.failed_count} failed")
+    if state in ("compile failed", "did not finish"):
+        parts.append(state)
+    if kernel.status is not KernelStatus.RUNNING:
+        parts.append(f"{kernel.ms:.0f} ms")
+    return ", ".join(parts)
 
 
 class TerminalRenderer:
@@ -93,21 +124,33 @@ class TerminalRenderer:
         """The per-pass table of one kernel, with diffs and the generated source."""
         c = self.c
         wanted = set(only) if only is not None else None
-        count = len(kernel.passes)
-        summary = f"{count} {'pass' if count == 1 else 'passes'}, {kernel.changed_count} changed, {kernel.failed_count} failed, {kernel.ms:.0f} ms"
-        self._line(c("bold", f"== lower-trace: kernel {kernel.kernel_id} {_printable(kernel.name)}") + c("dim", f"  [{kernel.target or '?'}]  {summary}"))
+        target = printable(kernel.target or "?")
+        self._line(c("bold", f"== lower-trace: kernel {kernel.kernel_id} {printable(kernel.name)}") + c("dim", f"  [{target}]  {_summary(kernel)}"))
+        shown_errors = []
         for step in kernel.steps:
             if wanted is not None and step.seq not in wanted:
                 continue
             if isinstance(step, CodegenRecord):
                 self._codegen(step, snapshot, show_source)
+                if step.error is not None:
+                    shown_errors.append((step.error.type, step.error.message))
                 continue
             if changed_only and step.status is PassStatus.UNCHANGED:
                 continue
             self._pass(step, snapshot, show_diffs)
         if kernel.error is not None and kernel.failed_count == 0:
-            self._line(c("red bold", f"   compile failed: {kernel.error.type}: {_printable(kernel.error.message)}"))
+            if (kernel.error.type, kernel.error.message) in shown_errors:  # the codegen step above showed it
+                self._line(c("red bold", "   compile failed (the error above)"))
+            else:
+                self._error(kernel.error, "   compile failed: ", "red bold")
         self.stream.flush()
+
+    def _error(self, error: ErrorInfo, lead: str, style: str = "red") -> None:
+        """The exception type and its whole message, line by line (a compiler's output keeps its layout)."""
+        lines = printable_lines(error.message.rstrip("\n"))
+        self._line(self.c(style, f"{lead}{printable(error.type)}: {lines[0]}"))
+        for line in lines[1:]:
+            self._line(self.c(style, f"       {line}") if line.strip() else "")
 
     def _pass(self, record: PassRecord, snapshot: Snapshots, show_diffs: bool) -> None:
         c = self.c
@@ -119,20 +162,18 @@ class TerminalRenderer:
             stats = diff.stats(before, after)
             counts = c("green", f"+{stats.added}") + " " + c("red", f"-{stats.removed}")
         indent = "  " * record.depth
-        name = _printable(record.name)
-        self._line(
-            f"{record.seq:>4} {c('cyan', f'{record.phase:<20}')} {indent}{c(style, name) if record.status is not PassStatus.CHANGED else c('bold', name)}"
-            f"  {c(style, label)}  {counts}  {c('dim', _ms(record))}".rstrip()
-        )
+        name = c(style, printable(record.name)) if record.status is not PassStatus.CHANGED else c("bold", printable(record.name))
+        phase = c("cyan", f"{printable(record.phase):<20}")
+        self._line(f"{record.seq:>4} {phase} {indent}{name}  {c(style, label)}  {counts}  {c('dim', _ms(record))}".rstrip())
         if record.error is not None:
-            self._line(c("red", f"       {record.error.type}: {_printable(record.error.message)}"))
+            self._error(record.error, "       ")
             if record.status is PassStatus.FAILED and record.error.traceback:
-                for line in record.error.traceback.rstrip().splitlines()[-12:]:
-                    self._line(c("dim", f"       {_printable(line)}"))
+                for line in printable_lines(record.error.traceback.rstrip())[-12:]:
+                    self._line(c("dim", f"       {line}"))
         if record.status is PassStatus.FAILED and before:
             self._line(c("red", "       the IR this pass received:"))
-            for line in before.splitlines():
-                self._line(f"       {_printable(line)}")
+            for line in _text_lines(before):
+                self._line(f"       {line}")
         if show_diffs and record.status is PassStatus.CHANGED:
             self._diff(before, after)
 
@@ -141,7 +182,7 @@ class TerminalRenderer:
         for hunk in diff.hunks(before, after, self.context):
             self._line(c("cyan", f"       {hunk.header}"))
             for line in hunk.lines:
-                text = _printable(line.text)
+                text = printable(line.text)
                 if line.tag == "+":
                     self._line(c("green", f"       +{text}"))
                 elif line.tag == "-":
@@ -152,20 +193,28 @@ class TerminalRenderer:
     def _codegen(self, record: CodegenRecord, snapshot: Snapshots, show_source: bool) -> None:
         c = self.c
         source = snapshot(record.source) or "" if record.source else ""
+        lines = _text_lines(source)
         status = c("red bold", "FAILED") if record.error else c("magenta", "codegen")
         where = f"{record.role} codegen"
         self._line(
-            f"{record.seq:>4} {c('cyan', f'{where:<20}')} {c('bold', record.function)}  {status}"
-            f"  {c('dim', f'{record.language} [{record.target}] {len(source.splitlines())} lines  {record.ms:.2f} ms')}"
+            f"{record.seq:>4} {c('cyan', f'{printable(where):<20}')} {c('bold', printable(record.function))}  {status}"
+            f"  {c('dim', printable(f'{record.language} [{record.target}] {len(lines)} lines  {record.ms:.2f} ms'))}"
         )
         if record.edit_status:
-            self._line(c("yellow" if record.edit_status != "SYNCED" else "dim", f"       edit: {record.edit_status} {_printable(record.edit_path)}"))
+            self._line(c("yellow" if record.edit_status != "SYNCED" else "dim", f"       edit: {printable(record.edit_status)} {printable(record.edit_path)}"))
         if record.error is not None:
-            self._line(c("red", f"       {record.error.type}: {_printable(record.error.message)}"))
-        if show_source and source:
-            for line in source.splitlines():
-                self._line(f"       {_printable(line)}")
+            self._error(record.error, "       ")
+        if show_source:
+            for line in lines:
+                self._line(f"       {line}")
 
     def render_snapshot(self, text: str) -> None:
-        for line in text.splitlines():
-            self._line(_printable(line))
+        for line in _text_lines(text):
+            self._line(line)
+
+
+def _text_lines(text: str) -> list[str]:
+    """IR or source text as printable lines ("" is no line; a final line break adds none)."""
+    if not text:
+        return []
+    return printable_lines(text[:-1] if text.endswith("\n") else text)

@@ -2,8 +2,10 @@
 // Text from the compiler or the user only ever enters the page through these helpers:
 // DOM text nodes (never innerHTML), with control and bidi characters shown, not obeyed.
 const LTText = (() => {
-  const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
-  const UNSAFE_G = new RegExp(UNSAFE.source, "g");
+  // The unsafe set is the terminal's (lower_trace/render/terminal.py), injected by Python into the page data.
+  const rules = JSON.parse(document.getElementById("run-data").textContent).rules;
+  const UNSAFE = new RegExp(rules.unsafe);
+  const UNSAFE_G = new RegExp(rules.unsafe, "g");
 
   function el(tag, cls, text) {
     const node = document.createElement(tag);
@@ -71,5 +73,5 @@ const LTText = (() => {
     return count;
   }
 
-  return { el, appendText, appendMarked, matchRanges, countMatches };
+  return { el, appendText, appendMarked, matchRanges, countMatches, UNSAFE };
 })();

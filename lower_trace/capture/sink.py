@@ -1,0 +1,47 @@
+"""The two small protocols that connect capture to the rest.
+
+``TraceSink`` is what compile sessions and integrations report to (the run);
+``KernelListener`` is what the run hands each finished kernel to (the terminal
+view, the HTML report: wired by api.py, so capture never imports render).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..config import Config
+from ..model import KernelTrace, RunInfo
+from ..override import EditOutcome, EditStore
+from .worker import Worker
+
+TextOf = Callable[[str], str]
+
+
+class KernelListener(Protocol):
+    # True: called on the thread that finished the kernel (the terminal view, in order with
+    # the program's own output); False: called on the run's worker thread.
+    inline: bool
+
+    def kernel_finished(self, kernel: KernelTrace, text_of: TextOf) -> None: ...
+    def note(self, text: str) -> None: ...
+    def close(self) -> str | None: ...  # what the closing line names (the report), or None
+
+
+class TraceSink(Protocol):
+    config: Config
+    info: RunInfo
+    worker: Worker
+    edits: EditStore | None
+
+    def register_kernel(self, name: str, started: float, target: str, entry: str, pass_configs: dict[str, str]) -> str: ...
+    def store_snapshot(self, digest: str, text: str) -> None: ...
+    def append_record(self, kind: str, record: Any) -> None: ...
+    def kernel_finished(self, kernel: KernelTrace, texts: dict[str, str]) -> None: ...
+    def note(self, text: str, once: str | None = None) -> None: ...
+    def tracer_fault(self, exc: BaseException) -> None: ...
+    def edits_fault(self, exc: OSError) -> None: ...
+    def edit_resolved(self, kernel: str, outcome: EditOutcome) -> None: ...
+
+
+GetRun = Callable[[], "TraceSink | None"]

@@ -1,0 +1,100 @@
+"use strict";
+// The report's data: the run header, then the kernel blocks the writer appended as kernels
+// finished (a JSON summary each, read at load) and their payloads -- steps and the snapshot
+// texts no earlier block carried, base64 gzip JSON -- inflated only when a kernel is opened.
+const LTBlocks = (() => {
+  const header = JSON.parse(document.getElementById("run-data").textContent);
+
+  // Called once the whole file is parsed: the blocks follow the scripts.
+  function gather() {
+    const kernels = [];
+    const notes = [...(header.run.notes || [])];
+    for (const node of document.querySelectorAll("script.lt-kernel")) {
+      let kernel = null;
+      try { kernel = JSON.parse(node.textContent); } catch (_) { continue; } // torn by a killed writer
+      if (kernel && typeof kernel.id === "string" && Number.isInteger(kernel.block)) kernels.push(kernel);
+    }
+    for (const node of document.querySelectorAll("script.lt-note")) {
+      try { notes.push(String(JSON.parse(node.textContent))); } catch (_) { /* torn */ }
+    }
+    return { run: header.run, rules: header.rules, kernels, notes, finished: document.getElementById("lt-end") !== null };
+  }
+
+  function bytesOf(b64) {
+    const bin = atob(b64.trim());
+    const bytes = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    return bytes;
+  }
+
+  // A block's payload, inflated with the browser's own gzip.
+  async function inflate(block) {
+    const node = document.getElementById(`lt-p${block}`);
+    if (!node) throw new Error(`block ${block} is missing from the file`);
+    const stream = new Blob([bytesOf(node.textContent)]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  }
+
+  // Recently inflated payloads (promises, so two callers share one inflate); bounded.
+  const cache = new Map();
+  const CACHE_BLOCKS = 24;
+  function payload(block, keep = true) {
+    let entry = cache.get(block);
+    if (entry) {
+      cache.delete(block);
+      cache.set(block, entry);
+      return entry;
+    }
+    entry = inflate(block);
+    if (!keep) return entry;
+    cache.set(block, entry);
+    entry.catch(() => cache.delete(block));
+    while (cache.size > CACHE_BLOCKS) cache.delete(cache.keys().next().value);
+    return entry;
+  }
+
+  // A kernel with its steps, full error and snapshot lookup (its own block, then the earlier
+  // blocks it names). Kept for the last few kernels opened.
+  const opened = new Map();
+  const OPENED = 12;
+  async function open(summary) {
+    if (opened.has(summary.id)) {
+      const kernel = opened.get(summary.id);
+      opened.delete(summary.id);
+      opened.set(summary.id, kernel);
+      return kernel;
+    }
+    const parts = await Promise.all([payload(summary.block), ...(summary.refs || []).map((ref) => payload(ref))]);
+    const sources = parts.map((part) => part.snapshots);
+    const has = Object.prototype.hasOwnProperty;
+    const snap = (digest) => {
+      if (!digest) return "";
+      for (const source of sources) if (has.call(source, digest)) return source[digest];
+      return "";
+    };
+    const kernel = { ...summary, steps: parts[0].steps, error: parts[0].error || summary.error, snap };
+    opened.set(summary.id, kernel);
+    while (opened.size > OPENED) opened.delete(opened.keys().next().value);
+    return kernel;
+  }
+
+  // --- what a kernel's steps are -------------------------------------------------------
+  const isCodegen = (step) => step.kind === "codegen";
+
+  // A compile that failed outside any pass (a compiler error, a backend error) gets a row of its own.
+  function compileFailure(kernel) {
+    if (kernel.status !== "failed" || !kernel.error || kernel.steps.some((s) => s.status === "failed")) return null;
+    return { kind: "error", seq: "error", status: "failed", name: "compile failed", error: kernel.error };
+  }
+
+  function stepsOf(kernel) {
+    const failure = compileFailure(kernel);
+    return failure ? [failure, ...kernel.steps] : kernel.steps;
+  }
+
+  // The snapshot a step is searched in: what the pass produced (or received, if it failed); a codegen's source.
+  const searchDigest = (step) => (isCodegen(step) ? step.source : step.after || step.before) || "";
+  const errorText = (step) => (step.error ? `${step.error.type}: ${step.error.message}\n${step.error.traceback || ""}` : "");
+
+  return { gather, payload, open, isCodegen, compileFailure, stepsOf, searchDigest, errorText };
+})();

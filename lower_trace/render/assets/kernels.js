@@ -1,0 +1,111 @@
+"use strict";
+// The kernel index: one row per kernel, built once; filtering by name (substring or regex) and
+// by status only toggles rows, so a 1,000-kernel run stays quick.
+const LTIndex = (() => {
+  const { el } = LTText;
+  const plural = (n, one, many) => `${n} ${n === 1 ? one : many || one + "s"}`;
+
+  // The statuses the status filter knows a kernel by.
+  function statusKeys(kernel, rules) {
+    const keys = new Set();
+    if (kernel.status === "running") keys.add("running");
+    else if (kernel.status === "failed" || kernel.failed) keys.add("failed");
+    else keys.add("ok");
+    if ((kernel.edits || []).some((s) => rules.edit[s] && rules.edit[s].badge)) keys.add("edited");
+    return keys;
+  }
+
+  function buildRow(kernel, rules) {
+    const row = el("button", `kernel-row ${kernel.status}`);
+    row.type = "button";
+    row.dataset.kernel = kernel.id;
+    row.appendChild(el("span", `dot ${kernel.failed || kernel.status === "failed" ? "failed" : kernel.status === "running" ? "incomplete" : "changed"}`));
+    row.appendChild(el("span", "kname", kernel.name));
+    row.title = kernel.name;
+    row.appendChild(el("span", "muted target", kernel.target || "?"));
+    const counts = el("span", "counts");
+    counts.appendChild(el("span", "", plural(kernel.passes, "pass", "passes")));
+    counts.appendChild(el("span", "changed-count", `${kernel.changed} changed`));
+    if (kernel.failed) counts.appendChild(el("span", "failed-count", `${kernel.failed} failed`));
+    if (kernel.status === "running") counts.appendChild(el("span", "failed-count", "did not finish"));
+    else if (kernel.status === "failed" && !kernel.failed) counts.appendChild(el("span", "failed-count", "compile failed"));
+    for (const status of kernel.edits || []) {
+      if (rules.edit[status] && rules.edit[status].badge) counts.appendChild(el("span", `edit-badge ${status.toLowerCase()}`, status));
+    }
+    row.appendChild(counts);
+    row.appendChild(el("span", "muted ms", `${Math.round(kernel.ms)} ms`));
+    const badge = el("span", "badge");
+    badge.hidden = true;
+    row.appendChild(badge);
+    return { row, badge };
+  }
+
+  // list: the container; onSelect(id) when a row is clicked; countNode shows "N of M kernels".
+  function create(list, countNode, kernels, rules, onSelect) {
+    const entries = new Map();
+    const frag = document.createDocumentFragment();
+    for (const kernel of kernels) {
+      const { row, badge } = buildRow(kernel, rules);
+      entries.set(kernel.id, { kernel, row, badge, keys: statusKeys(kernel, rules), lower: String(kernel.name).toLowerCase() });
+      frag.appendChild(row);
+    }
+    list.replaceChildren(frag);
+    list.addEventListener("click", (event) => {
+      const row = event.target.closest(".kernel-row");
+      if (row && list.contains(row)) onSelect(row.dataset.kernel);
+    });
+    let active = null;
+    let shown = kernels.length;
+
+    function showCount(filtered) {
+      countNode.textContent = filtered ? `${shown} of ${plural(kernels.length, "kernel")}` : plural(kernels.length, "kernel");
+      countNode.dataset.shown = shown;
+    }
+
+    // query: a substring of the name (any case) or a regex; status: "", ok, failed, running, edited.
+    function filter(query, status) {
+      const text = query.trim();
+      const lower = text.toLowerCase();
+      let regex = null;
+      if (text) {
+        try { regex = new RegExp(text, "i"); } catch (_) { regex = null; }
+      }
+      shown = 0;
+      for (const entry of entries.values()) {
+        const byName = !text || entry.lower.includes(lower) || (regex !== null && regex.test(entry.kernel.name));
+        const visible = byName && (!status || entry.keys.has(status));
+        if (entry.row.hidden === visible) entry.row.hidden = !visible;
+        if (visible) shown++;
+      }
+      showCount(Boolean(text || status));
+      return shown;
+    }
+
+    function setActive(id) {
+      if (active) active.row.classList.remove("active");
+      active = entries.get(id) || null;
+      if (active) {
+        active.row.classList.add("active");
+        if (!active.row.hidden) active.row.scrollIntoView({ block: "nearest" });
+      }
+    }
+
+    // hits: Map id -> matching steps, or null to clear.
+    function setHits(hits) {
+      for (const [id, entry] of entries) {
+        const count = hits ? hits.get(id) : 0;
+        if (count) {
+          entry.badge.textContent = plural(count, "pass", "passes");
+          entry.badge.hidden = false;
+        } else if (!entry.badge.hidden) {
+          entry.badge.hidden = true;
+        }
+      }
+    }
+
+    showCount(false);
+    return { filter, setActive, setHits };
+  }
+
+  return { create };
+})();

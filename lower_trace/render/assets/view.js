@@ -1,0 +1,245 @@
+"use strict";
+// The detail pane: a pass's diff (side by side or unified, folded context, word marks), the IR
+// of a no-op or failed pass, codegen's TIR next to its source, errors. Built when shown.
+const LTView = (() => {
+  const { el, appendText, appendMarked, matchRanges } = LTText;
+  const CONTEXT = 3;
+  const rowsCache = new Map();
+  const isCodegen = (step) => step.kind === "codegen";
+  // A failed pass has no meaningful time: it ends when TVM has finished building the error.
+  const msText = (step) => (step.status === "failed" || step.status === "incomplete" ? "" : `${(step.ms || 0).toFixed(2)} ms`);
+  const statusOf = (step) => (isCodegen(step) ? "codegen" : step.status);
+  const titleOf = (step) => (isCodegen(step) ? `${step.role} codegen · ${step.function}` : step.name);
+  // Set by create(): the page's state (mode, regex) and the rules Python injected.
+  let state = null, rules = null;
+
+  // --- detail view ------------------------------------------------------------------------------
+  // A compiler's message (gcc / nvcc output) keeps its lines: the message is a pre of its own.
+  function errorBox(error) {
+    const box = el("section", "error");
+    box.appendChild(el("strong", "error-type", error.type));
+    box.appendChild(el("pre", "message", error.message));
+    if (error.traceback) {
+      const details = el("details", "traceback-box");
+      details.open = true;
+      details.appendChild(el("summary", "", "traceback"));
+      details.appendChild(el("pre", "traceback", error.traceback));
+      box.appendChild(details);
+    }
+    return box;
+  }
+
+  function copyButton(label, text) {
+    const button = el("button", "copy", label);
+    button.type = "button";
+    button.addEventListener("click", async () => {
+      const value = typeof text === "function" ? text() : text;
+      let ok = false;
+      try {
+        await navigator.clipboard.writeText(value);
+        ok = true;
+      } catch (_) {
+        const area = el("textarea");
+        area.value = value;
+        document.body.appendChild(area);
+        area.select();
+        try { ok = document.execCommand("copy"); } catch (_) { ok = false; }
+        area.remove();
+      }
+      button.textContent = ok ? "copied" : "copy failed";
+      setTimeout(() => { button.textContent = label; }, 1200);
+    });
+    return button;
+  }
+
+  function irView(text, label) {
+    const box = el("section", "ir-box");
+    const bar = el("div", "toolbar");
+    bar.appendChild(el("span", "label", label));
+    bar.appendChild(copyButton("copy", text));
+    box.appendChild(bar);
+    const pre = el("pre", "ir");
+    if (state.regex) appendMarked(pre, text, matchRanges(state.regex, text));
+    else appendText(pre, text);
+    box.appendChild(pre);
+    return box;
+  }
+
+  function renderDetail(main, kernel, step) {
+    main.replaceChildren();
+    const snap = kernel ? kernel.snap : () => "";
+    if (!kernel) {
+      main.appendChild(el("p", "hint", "No kernel was traced in this run."));
+      return;
+    }
+    if (!step) {
+      main.appendChild(el("p", "hint", "This kernel has no recorded step."));
+      return;
+    }
+    const head = el("div", "detail-head");
+    if (step.kind === "error") {
+      head.appendChild(el("h2", "", `${kernel.name}: the compile failed`));
+      head.appendChild(el("div", "meta", "outside any traced pass (a compiler or backend error); the passes and codegen before it are listed below"));
+      main.appendChild(head);
+      main.appendChild(errorBox(step.error));
+      return;
+    }
+    head.appendChild(el("h2", "", `#${step.seq} ${titleOf(step)}`));
+    const meta = [kernel.name, statusOf(step)];
+    if (!isCodegen(step)) meta.push(step.phase, step.caller ? `run by ${step.caller}` : "", step.depth ? `nested (depth ${step.depth}, in #${step.parent})` : "");
+    else meta.push(step.language, step.target !== step.language ? step.target : "");
+    meta.push(msText(step));
+    head.appendChild(el("div", "meta", meta.filter(Boolean).join(" · ")));
+    main.appendChild(head);
+    if (step.error) main.appendChild(errorBox(step.error));
+    if (isCodegen(step)) {
+      if (step.edit_status) main.appendChild(editNote(step));
+      const panes = el("div", "panes");
+      panes.appendChild(irView(snap(step.tir), "final TIR handed to codegen"));
+      const compiled = step.generated ? `your edited ${step.language} source, compiled (${step.role})` : `generated ${step.language} source (${step.role})`;
+      panes.appendChild(irView(snap(step.source), compiled));
+      main.appendChild(panes);
+      if (step.generated && step.edit_status === "PATCHED") {
+        main.appendChild(el("h3", "", "your edit against the generated source"));
+        main.appendChild(diffView(kernel, { before: step.generated, after: step.source }, { noFullIR: true, names: ["generated", step.edit_path] }));
+      }
+    } else if (step.status === "changed") {
+      main.appendChild(diffView(kernel, step, { names: [`before ${step.name}`, `after ${step.name}`] }));
+    } else if (step.status === "unchanged") {
+      main.appendChild(el("p", "hint", "This pass left the IR unchanged."));
+      main.appendChild(irView(snap(step.before), "IR (before and after)"));
+    } else {
+      main.appendChild(irView(snap(step.before), "the IR this pass received"));
+    }
+  }
+
+  function editNote(step) {
+    const box = el("section", `edit-note ${step.edit_status.toLowerCase()}`);
+    const what = (rules.edit[step.edit_status] || {}).text || "";
+    box.appendChild(el("strong", "", step.edit_status));
+    box.appendChild(el("span", "", ` ${what}: `));
+    box.appendChild(el("code", "", step.edit_path));
+    box.appendChild(copyButton("copy path", step.edit_path));
+    if (step.edit_backup) {
+      box.appendChild(el("span", "", " · your edit: "));
+      box.appendChild(el("code", "", step.edit_backup));
+    }
+    return box;
+  }
+
+  // Line diffs by (before, after) digest: digests are unique in a run, so shared across kernels.
+  function rowsOf(kernel, step) {
+    const key = `${step.before}:${step.after}`;
+    let rows = rowsCache.get(key);
+    if (!rows) {
+      rows = LTDiff.lineRows(kernel.snap(step.before), kernel.snap(step.after));
+      if (rowsCache.size >= 500) rowsCache.delete(rowsCache.keys().next().value);
+      rowsCache.set(key, rows);
+    }
+    return rows;
+  }
+
+  function diffView(kernel, step, options = {}) {
+    const snap = kernel.snap;
+    const rows = rowsOf(kernel, step);
+    const box = el("section", "diff-box");
+    const bar = el("div", "toolbar");
+    const stats = LTDiff.stats(rows);
+    bar.appendChild(el("span", "label", `+${stats.added} −${stats.removed} lines`));
+    bar.appendChild(copyButton("copy diff", () => LTDiff.unifiedText(rows, options.names || ["before", "after"])));
+    bar.appendChild(copyButton("copy before", snap(step.before)));
+    bar.appendChild(copyButton("copy after", snap(step.after)));
+    const full = el("button", "", "show full IR");
+    full.type = "button";
+    if (!options.noFullIR) bar.appendChild(full);
+    box.appendChild(bar);
+    const table = el("table", `diff ${state.mode}`);
+    const cols = el("colgroup");
+    for (const cls of state.mode === "split" ? ["no", "code", "no", "code"] : ["no", "no", "code"]) cols.appendChild(el("col", cls));
+    table.appendChild(cols);
+    table.appendChild(el("tbody"));
+    fillDiff(table.tBodies[0], rows);
+    box.appendChild(table);
+    full.addEventListener("click", () => {
+      const shown = box.querySelector(".panes");
+      if (shown) {
+        shown.remove();
+        full.textContent = "show full IR";
+        return;
+      }
+      const panes = el("div", "panes");
+      panes.appendChild(irView(snap(step.before), "IR before"));
+      panes.appendChild(irView(snap(step.after), "IR after"));
+      box.insertBefore(panes, table); // right under the toolbar, in view
+      full.textContent = "hide full IR";
+    });
+    return box;
+  }
+
+  // Changed rows with CONTEXT lines around them; longer unchanged runs fold into one row.
+  function fillDiff(body, rows) {
+    const near = new Uint8Array(rows.length);
+    rows.forEach((row, i) => {
+      if (row.tag !== "=") for (let j = Math.max(0, i - CONTEXT); j <= Math.min(rows.length - 1, i + CONTEXT); j++) near[j] = 1;
+    });
+    let i = 0;
+    while (i < rows.length) {
+      if (near[i]) { addRow(body, rows[i]); i++; continue; }
+      let end = i;
+      while (end < rows.length && !near[end]) end++;
+      const hidden = rows.slice(i, end);
+      const fold = el("tr", "fold");
+      const cell = el("td", "", `⋯ ${hidden.length} unchanged line${hidden.length === 1 ? "" : "s"} (click to show)`);
+      cell.colSpan = state.mode === "split" ? 4 : 3;
+      fold.appendChild(cell);
+      fold.addEventListener("click", () => {
+        const frag = document.createDocumentFragment();
+        for (const row of hidden) addRow(frag, row);
+        fold.replaceWith(frag);
+      });
+      body.appendChild(fold);
+      i = end;
+    }
+  }
+
+  function codeCell(text, ranges, cls) {
+    const td = el("td", `code ${cls}`);
+    if (text === undefined) return td;
+    const marks = ranges ? ranges.map(([a, b]) => [a, b, "word"]) : [];
+    appendMarked(td, text, state.regex ? marks.concat(matchRanges(state.regex, text)) : marks);
+    return td;
+  }
+
+  function addRow(body, row) {
+    const words = row.tag === "~" ? LTDiff.wordRanges(row.old, row.new) : null;
+    if (state.mode === "split") {
+      const tr = el("tr", `r${row.tag === "=" ? "eq" : "ch"}`);
+      tr.appendChild(el("td", "no", row.oldNo || ""));
+      tr.appendChild(codeCell(row.old, words && words[0], row.tag === "=" ? "" : row.old === undefined ? "empty" : "del"));
+      tr.appendChild(el("td", "no", row.newNo || ""));
+      tr.appendChild(codeCell(row.new, words && words[1], row.tag === "=" ? "" : row.new === undefined ? "empty" : "add"));
+      body.appendChild(tr);
+      return;
+    }
+    const line = (tag, text, ranges, oldNo, newNo) => {
+      const tr = el("tr", tag === " " ? "req" : "rch");
+      tr.appendChild(el("td", "no", oldNo || ""));
+      tr.appendChild(el("td", "no", newNo || ""));
+      const td = codeCell(text, ranges, tag === "-" ? "del" : tag === "+" ? "add" : "");
+      td.insertBefore(document.createTextNode(tag), td.firstChild);
+      tr.appendChild(td);
+      body.appendChild(tr);
+    };
+    if (row.tag === "=") line(" ", row.old, null, row.oldNo, row.newNo);
+    if (row.tag === "-" || row.tag === "~") line("-", row.old, words && words[0], row.oldNo, null);
+    if (row.tag === "+" || row.tag === "~") line("+", row.new, words && words[1], null, row.newNo);
+  }
+
+  function create(pageState, pageRules) {
+    state = pageState;
+    rules = pageRules;
+    return { renderDetail, rowsOf };
+  }
+
+  return { create, msText, statusOf, isCodegen };
+})();

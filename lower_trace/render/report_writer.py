@@ -1,0 +1,165 @@
+"""The append-only HTML report: the page head once, then one block per finished kernel.
+
+The file is one offline page at every moment: browsers accept elements after
+the last one, and the page's script runs once everything is parsed and gathers
+the blocks. So a traced run appends a kernel's block as soon as the kernel is
+finished, and a process killed at any point leaves a report that opens and
+shows every kernel finished before it. ``close()`` appends an end marker, so
+the page can tell a finished run from one still running (or killed).
+
+A kernel's block is a small JSON summary (what the index shows; read for every
+kernel when the page opens) and one gzip+base64 payload -- the kernel's steps
+and the snapshot texts no earlier block carried -- inflated only when the
+kernel is opened. Each snapshot text is written once per run: the writer
+remembers which block carried each digest (digests only, never texts), and a
+block names the earlier blocks holding the rest. Memory stays flat however
+many kernels a run compiles.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import threading
+from collections.abc import Callable
+
+from ..model import KernelTrace, RunInfo, to_json
+from .html import json_for_script, kernel_steps, kernel_summary, page_head, snapshot_digests, write_pointer
+
+
+def pack(data: object) -> str:
+    """base64 of gzip of JSON: IR text compresses about fifteenfold; the page inflates it."""
+    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
+
+
+class ReportWriter:
+    """Appends a run's report kernel by kernel. Thread-safe; raises OSError on disk faults.
+
+    Creates nothing until the first ``add_kernel`` (or ``start``); notes added
+    before that go into the page head, later ones are appended as note blocks.
+    """
+
+    def __init__(self, path: str, run: RunInfo, latest_link: str | None = None) -> None:
+        self.path = os.path.abspath(path)
+        self.run = run
+        self.latest_link = latest_link
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._good = 0  # bytes in the file up to the end of the last complete block
+        self._notes: list[str] = []  # notes waiting for the head
+        self._holder: dict[str, int] = {}  # digest -> the block that carries its text
+        self._blocks = 0
+        self._closed = False
+
+    @property
+    def kernels(self) -> int:
+        """Kernel blocks written so far."""
+        return self._blocks
+
+    def start(self) -> None:
+        """Write the page head now (a report of a run with no kernel); add_kernel does it itself."""
+        with self._lock:
+            self._open()
+
+    def add_kernel(self, kernel: KernelTrace, text_of: Callable[[str], str]) -> None:
+        """Append the block of one finished kernel and flush it to the file.
+
+        text_of(digest) gives the text of every snapshot the kernel's records
+        name; it is asked only for those no earlier block carried.
+        """
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"{self.path}: the report is closed")
+            block = self._blocks
+            new: dict[str, str] = {}
+            refs: set[int] = set()
+            for digest in snapshot_digests(kernel):
+                holder = self._holder.get(digest)
+                if holder is None:
+                    new[digest] = text_of(digest) or ""
+                else:
+                    refs.add(holder)
+            payload = {"steps": kernel_steps(kernel), "snapshots": new, "error": to_json(kernel.error) if kernel.error else None}
+            summary = kernel_summary(kernel, block, sorted(refs))
+            chunk = (
+                f'<script type="application/octet-stream" class="lt-payload" id="lt-p{block}">{pack(payload)}</script>\n'
+                f'<script type="application/json" class="lt-kernel">{json_for_script(summary)}</script>\n'
+            )
+            self._open()
+            self._append(chunk)
+            for digest in new:
+                self._holder[digest] = block
+            self._blocks += 1
+
+    def add_note(self, text: str) -> None:
+        """A note for the run header (kernel cache bypassed, ...)."""
+        with self._lock:
+            if self._closed:
+                return
+            if self._fd is None:
+                self._notes.append(text)
+                return
+            self._append(f'<script type="application/json" class="lt-note">{json_for_script(text)}</script>\n')
+
+    def close(self) -> str:
+        """Append the end marker (if anything was written) and close the file; returns its absolute path."""
+        with self._lock:
+            if self._closed:
+                return self.path
+            self._closed = True
+            if self._fd is None:
+                return self.path
+            try:
+                self._append(f'<script type="application/json" id="lt-end">{json_for_script({"kernels": self._blocks})}</script>\n')
+            finally:
+                self._release_fd()
+        return self.path
+
+    # --- the file --------------------------------------------------------------------
+
+    def _open(self) -> None:
+        if self._fd is not None:
+            return
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self._fd, self._good = fd, 0
+        try:
+            self._append(page_head(self.run, self._notes))
+        except BaseException:
+            self._release_fd()
+            raise
+        self._notes = []
+        if self.latest_link:
+            write_pointer(self.latest_link, self.path)
+
+    def _append(self, text: str) -> None:
+        """Write text whole, or put the file back as it was after the last complete block."""
+        data = memoryview(text.encode("utf-8", "surrogatepass"))
+        assert self._fd is not None
+        try:
+            while data:
+                data = data[os.write(self._fd, data) :]
+        except BaseException:
+            try:
+                os.ftruncate(self._fd, self._good)
+                os.lseek(self._fd, self._good, os.SEEK_SET)
+            except OSError:
+                pass
+            raise
+        self._good = os.lseek(self._fd, 0, os.SEEK_CUR)
+
+    def _release_fd(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def _release(self) -> None:
+        """Close the file without an end marker (the caller discards it)."""
+        with self._lock:
+            self._closed = True
+            self._release_fd()
