@@ -42,8 +42,9 @@ class Config:
 
 
 def configurations() -> list[Config]:
-    import lower_trace
     import tilelang
+
+    import lower_trace
 
     configs = [Config("untraced")]
     # Terminal mode writes nothing to disk unless a folder is named, as users run it.
@@ -119,8 +120,9 @@ def main() -> int:
     parser.add_argument("--kernels", default="gemm,elementwise")
     args = parser.parse_args()
 
-    import kernels as demo_kernels
     from tilelang import tvm
+
+    import kernels as demo_kernels
 
     target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
     builders = {name: demo_kernels.CUDA_KERNELS[name] for name in args.kernels.split(",")}

@@ -1,6 +1,6 @@
 """Sweeps: N variants of one small kernel compiled in one process, untraced vs traced.
 
-    python benchmarks/sweep.py [--count 300] [--kernel scaled_add|gemm] [--cores 0] [--builtin-count 30]
+    python benchmarks/sweep.py [--count 300] [--kernel scaled_add|gemm] [--cores 0] [--rounds 3] [--builtin-count 30]
 
 Each configuration runs in a fresh interpreter (imports excluded from the timing):
 it lowers --count distinct variants (same kernel name and buffers, other constants
@@ -11,6 +11,8 @@ tracer printed, bytes left on disk and the time of the final report write.
 With --cores 0 every child runs pinned to that core (taskset), where a worker
 thread cannot hide its cost on a spare core. TileLang's built-in tracer is much
 slower, so it runs --builtin-count variants and its ratio is per variant.
+The machine's speed drifts (a shared host): configurations take turns for
+--rounds rounds and the median of each is printed.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -78,14 +83,27 @@ def run_child(mode: str, count: int, kernel: str, cores: str | None) -> dict:
         command = [sys.executable, "-c", code]
         if cores is not None:
             command = ["taskset", "-c", cores, *command]
+        before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
+        after, ended = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         if proc.returncode != 0:
             raise RuntimeError(f"{mode} failed:\n{proc.stderr[-3000:]}")
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         result["bytes"] = dir_bytes(trace_dir)
+        # The whole process, as the user sees it: interpreter start, imports, compiles, exit.
+        result["process_wall"] = ended - started
+        result["process_cpu"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         return result
     finally:
         shutil.rmtree(trace_dir, ignore_errors=True)
+
+
+def _median(runs: list[dict]) -> dict:
+    """Per field, the median over the rounds (the stderr sample of the first)."""
+    out = dict(runs[0])
+    for key in ("wall", "cpu", "close", "lines", "bytes", "process_wall", "process_cpu"):
+        out[key] = statistics.median(r[key] for r in runs)
+    return out
 
 
 def main() -> int:
@@ -93,24 +111,39 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=300)
     parser.add_argument("--kernel", default="scaled_add", choices=("scaled_add", "gemm"))
     parser.add_argument("--cores", help="pin every child to these cores (taskset -c), e.g. 0")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of taking turns; the median is printed")
     parser.add_argument("--builtin-count", type=int, default=30, help="variants for TileLang's built-in tracer (0: skip)")
     parser.add_argument("--show-stderr", action="store_true", help="print what lower-trace said on stderr")
     args = parser.parse_args()
 
     pinned = f", pinned to core {args.cores}" if args.cores is not None else ""
     print(f"{args.count} variants of {args.kernel}, CUDA sm_90a source on the CPU{pinned}; each configuration in a fresh process\n")
-    print(f"{'configuration':<20} {'kernels':>7} {'wall s':>8} {'x':>6} {'CPU s':>8} {'x':>6} {'stderr lines':>12} {'MB on disk':>10} {'close s':>8} {'close %':>8}")
-    base = run_child("untraced", args.count, args.kernel, args.cores)
-    rows = [("untraced", args.count, base), ("lower-trace html", args.count, run_child("lower-trace", args.count, args.kernel, args.cores))]
+    print("'sweep': from enable() to disable() (final report included); 'process': the whole child process, imports included.\n")
+    print(
+        f"{'configuration':<20} {'kernels':>7} {'sweep wall s':>12} {'x':>6} {'sweep CPU s':>11} {'x':>6}"
+        f" {'process wall x':>14} {'process CPU x':>13} {'stderr lines':>12} {'MB on disk':>10} {'close s':>8} {'close %':>8}"
+    )
+    configs = [("untraced", "untraced", args.count), ("lower-trace html", "lower-trace", args.count)]
     if args.builtin_count:
-        rows.append(("tilelang built-in", args.builtin_count, run_child("built-in", args.builtin_count, args.kernel, args.cores)))
+        configs.append(("tilelang built-in", "built-in", args.builtin_count))
+    results: dict[str, list[dict]] = {label: [] for label, _, _ in configs}
+    for _ in range(args.rounds):
+        for label, mode, count in configs:
+            results[label].append(run_child(mode, count, args.kernel, args.cores))
+    rows = [(label, count, _median(results[label])) for label, _, count in configs]
+    base = rows[0][2]
     for label, count, r in rows:
         scale = args.count / count  # per-variant ratios for a shorter run
         wall_x = r["wall"] * scale / base["wall"]
         cpu_x = r["cpu"] * scale / base["cpu"]
+        # The process ratio keeps the untraced process's fixed part (start, imports) as it is.
+        fixed_wall, fixed_cpu = base["process_wall"] - base["wall"], base["process_cpu"] - base["cpu"]
+        process_wall_x = (fixed_wall + r["wall"] * scale) / base["process_wall"]
+        process_cpu_x = (fixed_cpu + r["cpu"] * scale) / base["process_cpu"]
         print(
-            f"{label:<20} {count:>7} {r['wall']:>8.2f} {wall_x:>5.2f}x {r['cpu']:>8.2f} {cpu_x:>5.2f}x {r['lines']:>12}"
-            f" {r['bytes'] / 2**20:>10.1f} {r['close']:>8.2f} {100 * r['close'] / r['wall']:>7.1f}%"
+            f"{label:<20} {count:>7} {r['wall']:>12.2f} {wall_x:>5.2f}x {r['cpu']:>11.2f} {cpu_x:>5.2f}x"
+            f" {process_wall_x:>13.2f}x {process_cpu_x:>12.2f}x {r['lines']:>12.0f}"
+            f" {r['bytes'] / 2**20:>10.1f} {r['close']:>8.3f} {100 * r['close'] / r['wall']:>7.2f}%"
         )
     if args.show_stderr:
         print("\nlower-trace's stderr (first 40 lines):")

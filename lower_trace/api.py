@@ -101,7 +101,7 @@ def trace(mode: str = "html", trace_dir: str | os.PathLike | None = None) -> Ite
     previous = _run.config if _run is not None else None
     run = enable(mode, trace_dir)
     if previous is not None and run.config == previous:
-        run = reset()  # a run of its own even when the same tracing was already on
+        run = reset() or run  # a run of its own even when the same tracing was already on
     try:
         yield run
     finally:

@@ -345,7 +345,7 @@ def _script_dirs(path: str) -> list[str]:
     if os.path.basename(folder) == EDITS and os.path.isdir(folder):
         return [os.path.dirname(folder) or "."]
     if os.path.isfile(os.path.join(folder, MANIFEST)):  # a run folder: its script's working copies
-        parent = os.path.dirname(os.path.abspath(folder))
+        parent = os.path.normpath(os.path.join(folder, os.pardir))
         return [parent] if os.path.isdir(os.path.join(parent, EDITS)) else []
     try:
         children = sorted(entry.path for entry in os.scandir(folder) if entry.is_dir())
@@ -366,7 +366,9 @@ def cmd_edits(args: argparse.Namespace) -> int:
         matching = [s for s in stores if any(args.reset in (e["kernel"], e["file"], os.path.splitext(e["file"])[0]) for e in s.entries())]
         if len(matching) > 1:
             folders = ", ".join(os.path.dirname(s.root) for s in matching)
-            raise UsageError(f"several scripts have working copies for {args.reset!r}; name one: lower-trace edits FOLDER --reset {args.reset} (folders: {folders})")
+            raise UsageError(
+                f"several scripts have working copies for {args.reset!r}; name one: lower-trace edits FOLDER --reset {args.reset} (folders: {folders})"
+            )
         done = [item for store in matching for item in store.reset(args.reset)]
         if not done:
             known = sorted({e["kernel"] for store in stores for e in store.entries()})

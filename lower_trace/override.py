@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .paths import safe_component
-from .variants import Variant, align, analyse, source_skeleton
+from .variants import Variant, align, analyse, source_skeleton, tell_apart
 
 EDITS = "edits"
 BASELINE = ".baseline"
@@ -174,7 +174,10 @@ class EditStore:
         if stamp == self._stamp:
             return
         old = self._stamp
-        grown = old is not None and stamp[0] == old[0] and stamp[1] is not None and (old[1] is None or (stamp[1][0] == old[1][0] and stamp[1][1] >= self._journal_at))
+        # Only lines appended to the same index.log since: read those; else read it all again.
+        journal, was = stamp[1], old[1] if old is not None else None
+        grown = old is not None and stamp[0] == old[0] and journal is not None
+        grown = grown and (was is None or (journal is not None and journal[0] == was[0] and journal[1] >= self._journal_at))
         if not grown:
             self._load_index()
         self._read_journal()
@@ -245,7 +248,7 @@ class EditStore:
         if previous is None:
             files = self._groups.setdefault(group, [])
             files.append(name)
-            if self._copies[files[0]]["order"] > entry["order"]:
+            if len(files) > 1 and self._copies[files[-2]]["order"] > entry["order"]:
                 files.sort(key=lambda f: self._copies[f]["order"])
             if name not in self._claimed:
                 self._open.setdefault(group, {})[name] = None
@@ -403,7 +406,8 @@ class EditStore:
         suffix = ("" if role == "device" else f".{safe_component(role)}") + EXTENSIONS.get(language, ".txt")
         keys = ["", variant.key[:6], variant.key[:10], variant.key]
         if role != "device":
-            device = next((self._by_variant[(g, variant.key)] for g in self._groups if g[:3] == (kernel, signature, "device") and (g, variant.key) in self._by_variant), None)
+            devices = (g for g in self._groups if g[:3] == (kernel, signature, "device") and (g, variant.key) in self._by_variant)
+            device = next((self._by_variant[(g, variant.key)] for g in devices), None)
             if device is not None and device.startswith(stem):
                 head = os.path.splitext(device)[0][len(stem) :]
                 keys.insert(0, head[1:] if head.startswith("-") else "")
@@ -421,19 +425,9 @@ class EditStore:
         kernel, signature, role, language = group
         reference = self._reference_for(variant)
         base = analyse(self._ref_text(reference) or variant.text).constants
-        entry = {
-            "kernel": kernel,
-            "signature": signature,
-            "role": role,
-            "language": language,
-            "variant": variant.key,
-            "skeleton": variant.skeleton,
-            "reference": reference,
-            "constants": {str(i): c for i, (c, b) in enumerate(zip(variant.constants, base)) if c != b},
-            "config": variant.config,
-            "order": order,
-            "from": history,
-        }
+        differs = {str(i): c for i, (c, b) in enumerate(zip(variant.constants, base)) if c != b}
+        entry: dict[str, object] = dict(kernel=kernel, signature=signature, role=role, language=language, variant=variant.key, skeleton=variant.skeleton)
+        entry.update({"reference": reference, "constants": differs, "config": variant.config, "order": order, "from": history})
         self._apply(name, entry)
 
     def _reference_for(self, variant: Variant) -> str:
@@ -548,51 +542,23 @@ class EditStore:
     # --- listing and reset ---------------------------------------------------------------
 
     def entries(self) -> list[dict[str, Any]]:
-        """Every working copy: kernel, signature, role, file, path, state (as generated / edited /
-        missing), and `variant`: what tells it apart from the kernel's other copies."""
+        """Every working copy: kernel, signature, role, language, file, path, state (as generated /
+        edited / missing), and `variant`: what tells it apart from the kernel's other copies."""
         if not os.path.isdir(self.root):
             return []
         self._refresh()
-        from .variants import describe, differing, first_own_line
-
         out = []
         for group, names in self._groups.items():
-            families: dict[str, list[str]] = {}
-            for name in names:
-                families.setdefault(self._copies[name]["skeleton"], []).append(name)
+            entries = [self._copies[name] for name in names]
+            told = tell_apart([(n, e["skeleton"], self._ref_text(e["reference"]), self._constants(e), e["config"]) for n, e in zip(names, entries)])
             shared = sum(1 for g in self._groups if g[0] == group[0] and g[2] == group[2]) > 1
-            for name in names:
-                entry = self._copies[name]
+            for name, entry in zip(names, entries):
                 parts = [entry["signature"]] if shared or len(names) == 1 else []
-                if not entry["variant"]:
-                    parts.append("from an older lower-trace, not matched to a variant yet")
-                elif len(names) > 1:
-                    parts.append(self._difference(entry, families, describe, differing, first_own_line))
-                path = os.path.join(self.root, name)
-                row = {k: entry[k] for k in ("kernel", "signature", "role", "language")}
-                row.update(file=name, path=path, state=self._state(name), variant="; ".join(p for p in parts if p))
+                parts.append(told.get(name, "") if entry["variant"] else "from an older lower-trace, not matched to a variant yet")
+                row = {key: entry[key] for key in ("kernel", "signature", "role", "language")}
+                row.update(file=name, path=os.path.join(self.root, name), state=self._state(name), variant="; ".join(p for p in parts if p))
                 out.append(row)
         return sorted(out, key=lambda row: (row["kernel"], self._copies[row["file"]]["order"]))
-
-    def _difference(self, entry: dict[str, Any], families: dict[str, list[str]], describe: Any, differing: Any, first_own_line: Any) -> str:
-        family = [self._copies[n] for n in families[entry["skeleton"]]]
-        text = self._ref_text(entry["reference"])
-        constants = self._constants(entry)
-        if text is None or constants is None:
-            return ""
-        words = []
-        if len(family) > 1:
-            known = [c for c in (self._constants(e) for e in family) if c is not None]
-            words.append(describe(text, constants, differing(known)))
-            if len({e["config"] for e in family}) > 1:
-                words.append(entry["config"])
-        others = [n for skeleton, members in families.items() if skeleton != entry["skeleton"] for n in members]
-        if others:
-            other_text = self._ref_text(self._copies[others[0]]["reference"]) or ""
-            own = first_own_line(text, other_text)
-            if own:
-                words.append(f"other code: {own}")
-        return "; ".join(w for w in words if w)
 
     def reset(self, kernel: str) -> list[tuple[str, str]]:
         """Return a kernel's working copies to the generated source; edits are saved aside.
@@ -646,7 +612,8 @@ def _migrate(key: Any, entry: Any, order: int) -> dict[str, Any] | None:
     if not (key.startswith(head) and key.endswith(tail) and len(key) >= len(head) + len(tail)):
         return None
     signature = key[len(head) : len(key) - len(tail)]
-    return {"kernel": kernel, "signature": signature, "role": role, "language": language, "variant": "", "skeleton": "", "reference": "", "config": "", "constants": {}, "order": order, "from": []}
+    unknown = dict.fromkeys(("variant", "skeleton", "reference", "config"), "")
+    return {"kernel": kernel, "signature": signature, "role": role, "language": language, **unknown, "constants": {}, "order": order, "from": []}
 
 
 def _stat(path: str) -> tuple[int, int, int] | None:

@@ -54,8 +54,10 @@ class Literal:
     line: int  # 0-based line number
 
 
+@functools.lru_cache(maxsize=32)
 def _scan(text: str) -> tuple[list[list[str]], list[Literal]]:
-    """Per line, its significant tokens (literals masked); and every literal, in order."""
+    """Per line, its significant tokens (literals masked); and every literal, in order.
+    (Cached: callers only read what it returns.)"""
     lines: list[list[str]] = [[]]
     literals: list[Literal] = []
     prev_kind, prev_text = "", ""
@@ -173,59 +175,91 @@ def _literal_ids(tokens: list[str], first: int) -> list[int]:
 
 
 def differing(constants: list[tuple[str, ...]]) -> list[int]:
-    """Positions where variants of one code have other literals."""
+    """Where variants of one code have other literals: one place per parameter (places
+    whose values vary together across the variants, like every use of one block size,
+    count once; the first is taken)."""
     if len(constants) < 2:
         return []
     width = min(len(c) for c in constants)
-    return [p for p in range(width) if len({c[p] for c in constants}) > 1]
+    seen: dict[tuple[str, ...], int] = {}
+    for p in range(width):
+        values = tuple(c[p] for c in constants)
+        if len(set(values)) > 1:
+            seen.setdefault(values, p)
+    return sorted(seen.values())
 
 
-def describe(text: str, constants: tuple[str, ...], positions: list[int], limit: int = 3) -> str:
-    """The literals at `positions`, with a little of the code around them, as this
-    variant has them: ``A[i] * T.float32(5.0)``."""
+def describe(text: str, constants: tuple[str, ...], positions: list[int], limit: int = 5) -> str:
+    """The literals at `positions` as this variant has them, each in the expression
+    around it: ``A[i] * T.float32(5.0)``, ``T.parallel(32)``."""
     _, literals = _scan(text)
     if not positions or len(literals) != len(constants):
         return ""
     line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
     snippets: list[str] = []
-    for line in sorted({literals[p].line for p in positions if p < len(literals)}):
+    for position in positions:
+        line = literals[position].line
         start = line_starts[line]
         end = line_starts[line + 1] - 1 if line + 1 < len(line_starts) else len(text)
-        # This line as the variant has it, and where its differing literals are.
-        pieces, spans, at = [], [], start
+        # The line as this variant has it, and where the literal is in it.
+        pieces, at, span = [], start, (0, 0)
         for index, lit in enumerate(literals):
-            if lit.line != line:
-                continue
-            pieces.append(text[at : lit.start])
-            offset = sum(len(piece) for piece in pieces)
-            pieces.append(constants[index])
-            if index in positions:
-                spans.append((offset, offset + len(constants[index])))
-            at = lit.end
+            if lit.line == line:
+                pieces.append(text[at : lit.start])
+                offset = sum(len(piece) for piece in pieces)
+                pieces.append(constants[index])
+                if index == position:
+                    span = (offset, offset + len(constants[index]))
+                at = lit.end
         pieces.append(text[at:end])
-        rendered = "".join(pieces)
-        snippets.extend(_around(rendered, spans))
+        snippets.append(_expression("".join(pieces), *span))
     unique = list(dict.fromkeys(snippets))
     shown = "; ".join(unique[:limit])
     return shown + (f" (+{len(unique) - limit} more)" if len(unique) > limit else "")
 
 
-def _around(line: str, spans: list[tuple[int, int]], before: int = 24, after: int = 1) -> list[str]:
-    """Short pieces of `line` around each span; spans close together share one."""
-    out: list[str] = []
-    groups: list[list[int]] = []
-    for s, e in spans:
-        if groups and s - groups[-1][1] <= before:
-            groups[-1][1] = e
-        else:
-            groups.append([s, e])
-    indent = len(line) - len(line.lstrip())
-    for s, e in groups:
-        left = max(indent, s - before)
-        right = min(len(line), e + after)
-        piece = line[left:right].strip()
-        out.append(("…" if left > indent else "") + piece + ("…" if right < len(line.rstrip()) else ""))
-    return out
+_CLOSE = {"(": ")", "[": "]", "{": "}"}
+
+
+def _expression(line: str, s: int, e: int, reach: int = 40) -> str:
+    """The call or subscript around line[s:e] (with the operand before it, or the key
+    it is the value of), shortened: ``A[i] * T.float32(3.0)``, ``T.thread_binding(32, ...)``."""
+    depth, opened = 0, -1
+    for k in range(s - 1, max(-1, s - reach - 1), -1):
+        if line[k] in ")]}":
+            depth += 1
+        elif line[k] in "([{":
+            if depth == 0:
+                opened = k
+                break
+            depth -= 1
+    if opened < 0:
+        left = max(len(line) - len(line.lstrip()), s - 16)
+        return ("..." if left > len(line) - len(line.lstrip()) else "") + line[left:e].lstrip() + ("..." if e < len(line.rstrip()) else "")
+    left = _name_start(line, opened)
+    # An operand before it (`A[i] * `), or the key it is the value of (`"tl.launch_threads": `).
+    before = re.search(r'(?:(?:[A-Za-z_][\w.]*)(?:\[[^\[\]]*\])?\s[*+/%-]\s|"[^"]*":\s)$', line[:left])
+    if before:
+        left = before.start()
+    depth, closed = 0, -1
+    for k in range(opened + 1, len(line)):
+        if line[k] in "([{":
+            depth += 1
+        elif line[k] in ")]}":
+            if depth == 0:
+                closed = k
+                break
+            depth -= 1
+    if closed < 0 or closed - e > 12:  # a long rest: the literal, then an ellipsis
+        tail = ", ..." if line[e : e + 1] == "," else "..."
+        return line[left:e] + tail + _CLOSE[line[opened]]
+    return line[left : closed + 1]
+
+
+def _name_start(line: str, at: int) -> int:
+    while at > 0 and (line[at - 1].isalnum() or line[at - 1] in "_."):
+        at -= 1
+    return at
 
 
 def first_own_line(text: str, other: str, width: int = 60) -> str:
@@ -234,5 +268,35 @@ def first_own_line(text: str, other: str, width: int = 60) -> str:
     for line in text.splitlines():
         line = line.strip()
         if line and line not in theirs:
-            return line if len(line) <= width else line[: width - 1] + "…"
+            return line if len(line) <= width else line[: width - 3] + "..."
     return ""
+
+
+def tell_apart(members: list[tuple[str, str, str | None, tuple[str, ...] | None, str]]) -> dict[str, str]:
+    """What tells each copy of one kernel (name, buffers, role) apart from the others, by name.
+
+    members: (name, skeleton, TIR text, constants, config). Copies of one code differ in
+    their literals, shown with a little code around them, or in their config; a copy of
+    other code shows the first line of its own.
+    """
+    if len(members) < 2:
+        return {}
+    families: dict[str, list[tuple[str, str, str | None, tuple[str, ...] | None, str]]] = {}
+    for member in members:
+        families.setdefault(member[1], []).append(member)
+    out = {}
+    for name, skeleton, text, constants, config in members:
+        if text is None or constants is None:
+            continue
+        family = families[skeleton]
+        words = []
+        if len(family) > 1:
+            words.append(describe(text, constants, differing([m[3] for m in family if m[3] is not None])))
+            if len({m[4] for m in family}) > 1:
+                words.append(config)
+        other = next((m[2] for m in members if m[1] != skeleton and m[2] is not None), None)
+        own = first_own_line(text, other) if other is not None else ""
+        if own:
+            words.append(f"other code: {own}")
+        out[name] = "; ".join(word for word in words if word)
+    return out

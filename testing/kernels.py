@@ -202,7 +202,8 @@ def sweep_variants(count):
     out = []
     for i in range(count):
         block_m, block_n = tiles[i % len(tiles)]
-        out.append(dict(factor=float(1 + i // (len(tiles) * len(threads))), block_M=block_m, block_N=block_n, threads=threads[(i // len(tiles)) % len(threads)]))
+        factor = float(1 + i // (len(tiles) * len(threads)))
+        out.append(dict(factor=factor, block_M=block_m, block_N=block_n, threads=threads[(i // len(tiles)) % len(threads)]))
     return out
 
 

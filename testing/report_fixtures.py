@@ -44,8 +44,12 @@ def hostile_run(run_dir):
         writer.add_snapshot(digest_of(text), text)
     writer.append("kernel", {"kernel_id": "k1", "name": EVIL_NAME, "target": EVIL_NAME})
     records = [
-        PassRecord(kernel="k1", seq=0, name=EVIL_NAME, status=PassStatus.CHANGED, phase=EVIL_NAME, caller=EVIL_NAME, before=digest_of(before), after=digest_of(after)),
-        PassRecord(kernel="k1", seq=1, name="tl.Evil", status=PassStatus.FAILED, phase="p", before=digest_of(after), error=ErrorInfo(EVIL_NAME, EVIL_NAME, EVIL_IR)),
+        PassRecord(
+            kernel="k1", seq=0, name=EVIL_NAME, status=PassStatus.CHANGED, phase=EVIL_NAME, caller=EVIL_NAME, before=digest_of(before), after=digest_of(after)
+        ),
+        PassRecord(
+            kernel="k1", seq=1, name="tl.Evil", status=PassStatus.FAILED, phase="p", before=digest_of(after), error=ErrorInfo(EVIL_NAME, EVIL_NAME, EVIL_IR)
+        ),
     ]
     for record in records:
         writer.append("pass", to_json(record))

@@ -3,11 +3,11 @@ target "c", nvcc for CUDA) and executed, each run a fresh interpreter as a user 
 
 import glob
 import json
-import multiprocessing
 import os
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 
 import pytest
@@ -127,7 +127,8 @@ def test_conflict_keeps_the_edit_and_says_how_to_bring_it_back(user, tmp_path):
     assert open(backup).read() == edited  # the edit, preserved
     assert "+ 1.000000e+00f" not in open(base).read()  # what it was made against
     assert "+ 1.000000e+00f" in scale.read_text()  # the working copy holds the new codegen
-    assert sorted(os.listdir(folder)) == sorted([".baseline", ".lock", ".variants", "index.log", "scale.c", "vector_add.c", os.path.basename(backup), os.path.basename(base)])
+    aside = [os.path.basename(backup), os.path.basename(base)]
+    assert sorted(os.listdir(folder)) == sorted([".baseline", ".lock", ".variants", "index.log", "scale.c", "vector_add.c", *aside])
     message = next(line for line in conflict.stderr.splitlines() if "CONFLICT" in line)
     assert os.path.relpath(backup, tmp_path) in message
     assert f"diff -u {os.path.relpath(base, tmp_path)} {os.path.relpath(backup, tmp_path)} | patch" in message
@@ -175,9 +176,9 @@ def test_variants_of_one_kernel_have_their_own_working_copies(user, tmp_path):
         rows = {line.split()[0]: line for line in listing.stdout.splitlines()[1:]}
         assert set(rows) == {"scale.c", five.name, "vector_add.c"}
         assert rows["scale.c"].split()[1:5] == ["scale", "device", "as", "generated"]
-        assert rows["scale.c"].endswith("  C[i] = A[i] * T.float32(3.0)")
+        assert rows["scale.c"].endswith("  A[i] * T.float32(3.0)")
         assert rows[five.name].split()[1:4] == ["scale", "device", "edited"]
-        assert rows[five.name].endswith("  C[i] = A[i] * T.float32(5.0)")
+        assert rows[five.name].endswith("  A[i] * T.float32(5.0)")
         assert rows["vector_add.c"].endswith("vector_add(A:[64]:float32, B:[64]:float32, C:[64]:float32)")
 
     # The author changes the kernel (+ 1): every variant's TIR changes, and each keeps its copy:
@@ -202,7 +203,7 @@ def test_an_old_index_is_migrated_without_losing_an_edit(user, tmp_path):
     folder = edits_dir(tmp_path)
     # What lower-trace wrote before variants: index.json keyed "kernel|signature|role", nothing else.
     entries = EditStore(str(folder.parent)).entries()
-    old = {f"{e['kernel']}|{e['signature']}|{e['role']}": {"file": e["file"], "kernel": e["kernel"], "role": e["role"], "language": e["language"]} for e in entries}
+    old = {f"{e['kernel']}|{e['signature']}|{e['role']}": {key: e[key] for key in ("file", "kernel", "role", "language")} for e in entries}
     shutil.rmtree(folder / ".variants")
     os.remove(folder / "index.log")
     (folder / "index.json").write_text(json.dumps(old))
@@ -384,7 +385,8 @@ def test_each_variant_keeps_its_copy_through_code_changes(tmp_path):
     assert all(o.status is EditStatus.REGENERATED for o in got[:4]) and got[4].created
     # The same history in another folder gives the same files: the rule is deterministic.
     other = tmp_path / "other"
-    for run in ([(3.0, ""), (5.0, "")], [(7.0, ""), (3.0, "")], [(5.0, PLUS), (3.0, PLUS)], [(7.0, PLUS), (9.0, PLUS)], [(f, MINUS) for f in (11.0, 13.0, 15.0, 17.0, 19.0)]):
+    history = [[(3.0, ""), (5.0, "")], [(7.0, ""), (3.0, "")], [(5.0, PLUS), (3.0, PLUS)], [(7.0, PLUS), (9.0, PLUS)]]
+    for run in [*history, [(f, MINUS) for f in (11.0, 13.0, 15.0, 17.0, 19.0)]]:
         store = EditStore(str(other))
         last = [resolve(store, f, extra) for f, extra in run]
     assert [os.path.basename(o.path) for o in last] == [os.path.basename(o.path) for o in got]
@@ -408,6 +410,16 @@ def test_an_edited_variant_conflicts_alone_and_a_new_kernel_does_not_take_a_copy
     # A host copy takes its device copy's key.
     host = resolve(run, 5.0, PLUS, role="host")
     assert os.path.basename(host.path) == os.path.basename(five.path)[: -len(".c")] + ".host.c"
+
+
+def test_other_pass_configs_are_other_variants_and_the_listing_says_so(tmp_path):
+    store = EditStore(str(tmp_path))
+    text = scale_tir(3.0)
+    plain = store.resolve("scale", "sig", "device", "c", "// plain\n", tir=text, config="target=c")
+    vectorized = store.resolve("scale", "sig", "device", "c", "// other\n", tir=text, config="target=c; tl.disable_vectorize=T.bool(True)")
+    assert plain.path != vectorized.path and vectorized.created
+    rows = {os.path.basename(e["path"]): e["variant"] for e in EditStore(str(tmp_path)).entries()}
+    assert rows == {"scale.c": "target=c", os.path.basename(vectorized.path): "target=c; tl.disable_vectorize=T.bool(True)"}
 
 
 def test_a_sweep_costs_the_same_per_compile_however_many_variants(tmp_path, monkeypatch):
@@ -470,7 +482,8 @@ def test_two_processes_tracing_one_script_agree(tmp_path):
     EditStore(str(tmp_path)).resolve("other", "sig", "device", "c", "// another kernel\n", tir="x = 1")
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(here), here]))
-    procs = [subprocess.Popen([os.sys.executable, "-c", CONCURRENT, str(tmp_path), here, order], stdout=subprocess.PIPE, text=True, env=env) for order in ("up", "down")]
+    command = [sys.executable, "-c", CONCURRENT, str(tmp_path), here]
+    procs = [subprocess.Popen([*command, order], stdout=subprocess.PIPE, text=True, env=env) for order in ("up", "down")]
     results = [json.loads(proc.communicate(timeout=120)[0]) for proc in procs]
     assert all(proc.returncode == 0 for proc in procs)
     assert results[0] == results[1] and len(set(results[0].values())) == 30

@@ -30,7 +30,7 @@ print("SOURCE", hashlib.sha256(src.encode()).hexdigest())
 
 
 def source_hash(proc):
-    (line,) = [l for l in proc.stdout.splitlines() if l.startswith("SOURCE ")]
+    (line,) = [text for text in proc.stdout.splitlines() if text.startswith("SOURCE ")]
     return line.split()[1]
 
 
@@ -71,7 +71,8 @@ def test_unwritable_trace_dir(run_python, tmp_path, untraced_source, where):
     (warning,) = warnings_of(proc)
     assert "cannot write the trace" in warning and "your compile goes on" in warning
     assert "== lower-trace: kernel k1 gemm" in proc.stderr  # the terminal view still works
-    assert os.listdir(tmp_path) == (["file"] if where == "a regular file" else ["user_kernel.py"]) or sorted(os.listdir(tmp_path)) == sorted(["file", "user_kernel.py"])
+    expected = ["file"] if where == "a regular file" else ["user_kernel.py"]
+    assert os.listdir(tmp_path) == expected or sorted(os.listdir(tmp_path)) == sorted(["file", "user_kernel.py"])
 
 
 def test_a_full_disk(run_python, tmp_path, untraced_source):
@@ -194,7 +195,9 @@ def test_two_processes_trace_into_one_folder(tmp_path):
     script.write_text(SOURCE_OF)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
     env.update(PYTHONPATH=os.path.dirname(os.path.abspath(__file__)), TL_LOWER_TRACE="html", TL_LOWER_TRACE_DIR=str(tmp_path / "shared"))
-    procs = [subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
     for proc in procs:
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err

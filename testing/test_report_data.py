@@ -156,7 +156,8 @@ def test_memory_stays_flat_over_a_thousand_kernels(tmp_path):
     writer = ReportWriter(str(tmp_path / "r.html"), trace.run)
 
     def kernel(i):  # every kernel brings texts of its own
-        return dataclasses.replace(base, kernel_id=f"k{i}", passes=tuple(dataclasses.replace(p, before=f"{p.before}-{i}", after=f"{p.after}-{i}" if p.after else "") for p in base.passes), codegen=())
+        passes = tuple(dataclasses.replace(p, before=f"{p.before}-{i}", after=f"{p.after}-{i}" if p.after else "") for p in base.passes)
+        return dataclasses.replace(base, kernel_id=f"k{i}", passes=passes, codegen=())
 
     def text_of(digest):  # IR-sized texts: a few KB each
         return texts[digest.rsplit("-", 1)[0]] + f"# {digest}\n" * 200

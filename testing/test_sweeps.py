@@ -20,7 +20,7 @@ from lower_trace.config import ConfigError, LiveFilter, color_wanted, config_fro
 
 def test_worker_runs_every_job_in_submission_order_urgent_or_not():
     seen, faults = [], []
-    worker = Worker(faults.append)
+    worker = Worker(faults.append, threaded=True)
     for i in range(1000):
         worker.submit(lambda i=i: seen.append(i), urgent=(i % 97 == 0))
     worker.wait()
@@ -32,7 +32,7 @@ def test_worker_runs_every_job_in_submission_order_urgent_or_not():
 
 def test_worker_calls_on_idle_after_a_batch_and_reports_faults():
     idles, faults = [], []
-    worker = Worker(faults.append, on_idle=lambda: idles.append(1))
+    worker = Worker(faults.append, on_idle=lambda: idles.append(1), threaded=True)
     worker.submit(lambda: 1 / 0, urgent=True)
     worker.wait()
     assert [type(f) for f in faults] == [ZeroDivisionError]
@@ -42,13 +42,22 @@ def test_worker_calls_on_idle_after_a_batch_and_reports_faults():
 
 def test_worker_backlog_makes_a_runaway_producer_wait():
     gate = threading.Event()
-    worker = Worker(lambda exc: None)
+    worker = Worker(lambda exc: None, threaded=True)
     worker.submit(gate.wait, urgent=True)  # the worker is stuck until the gate opens
     started = time.monotonic()
     threading.Timer(0.3, gate.set).start()
     for _ in range(5000):  # more than the backlog: submit blocks until the worker drains
         worker.submit(lambda: None)
     assert time.monotonic() - started >= 0.25
+    worker.close()
+
+
+def test_the_default_worker_runs_each_job_at_once_and_flushes_after_it():
+    events = []
+    worker = Worker(events.append, on_idle=lambda: events.append("flush"))
+    worker.submit(lambda: events.append("job"), urgent=False)
+    assert events == ["job", "flush"] and worker._thread is None  # no thread: the GIL made it cost more than it saved
+    worker.wait()
     worker.close()
 
 
@@ -176,7 +185,7 @@ with target:
 
 
 def test_a_closed_worker_stops_its_thread_and_runs_later_jobs_inline():
-    worker = Worker(lambda exc: None)
+    worker = Worker(lambda exc: None, threaded=True)
     worker.submit(lambda: None, urgent=True)
     thread = worker._thread
     worker.close()

@@ -12,8 +12,8 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 _FACTORY_CALL = re.compile(r"([A-Za-z_]\w*)\s*\([^()]*\)\s*\(")
 _CALLED = re.compile(r"=\s*([A-Za-z_][\w.]*)\s*\(\s*\w+\s*\)\s*$")

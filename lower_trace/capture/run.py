@@ -57,6 +57,7 @@ class TraceRun:
         self.edits: EditStore | None = EditStore(self.script_dir) if config.writes_trace else None
         self.listeners: list[KernelListener] = []
         self._lock = threading.Lock()
+        self._register_lock = threading.Lock()
         self._kernel_count = 0
         self._pending_notes: list[str] = []
         self.kernel_summaries: list[KernelSummary] = []  # what the closing line needs; the rest is on disk
@@ -148,18 +149,21 @@ class TraceRun:
 
     def register_kernel(self, name: str, started: float, target: str, entry: str, pass_configs: dict[str, str]) -> str:
         """A new kernel id now; its record is written by the worker, before the kernel's passes."""
-        with self._lock:
-            self._kernel_count += 1
-            kernel_id = f"k{self._kernel_count}"
-            notes, self._pending_notes = self._pending_notes, []
-        start = KernelStart(kernel_id, name, started, target, entry, pass_configs)
+        # One lock for the id and the queueing, so records come out in id order when kernels
+        # start on several threads at once; no worker job ever takes it.
+        with self._register_lock:
+            with self._lock:
+                self._kernel_count += 1
+                kernel_id = f"k{self._kernel_count}"
+                notes, self._pending_notes = self._pending_notes, []
+            start = KernelStart(kernel_id, name, started, target, entry, pass_configs)
 
-        def write() -> None:
-            for text in notes:
-                self._write_note(text)
-            self.append_record("kernel", start)
+            def write() -> None:
+                for text in notes:
+                    self._write_note(text)
+                self.append_record("kernel", start)
 
-        self.worker.submit(write)
+            self.worker.submit(write)
         return kernel_id
 
     def store_snapshot(self, digest: str, text: str) -> None:

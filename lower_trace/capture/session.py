@@ -10,6 +10,7 @@ pass; everything the session holds is released when the compile ends.
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from contextvars import ContextVar
@@ -108,6 +109,7 @@ class CompileSession:
         self.signature = ""
         self.target = ""
         self.initial_text = ""  # the TIR as handed to lowering (set when edits are on)
+        self.variant_config = ""  # target and pass configs: with initial_text, which variant this is
         self._edits: list[EditOutcome] = []
         self.started = time.time()
         self._t0 = time.perf_counter()
@@ -116,6 +118,7 @@ class CompileSession:
         # No time is recorded for these: TVM can spend a long while building the
         # error before the context closes, which would be no measure of the pass.
         self._interrupted: list[OpenPass] = []
+        self._pass_error: BaseException | None = None  # what a PassContext of this kernel closed with
         self._finished = False
         # Filled by the worker thread; the kernel's texts go to the run's listeners with it.
         self.texts: dict[str, str] | None = {}
@@ -176,7 +179,7 @@ class CompileSession:
         self.target = str(context.get("target", ""))
         # With the TIR, the target and pass configs make the variant: they change the code too.
         configs = context.get("pass_configs", {})
-        self.variant_config = f"target={self.target}; " + ", ".join(f"{k}={configs[k]}" for k in sorted(configs, key=str))
+        self.variant_config = "; ".join([f"target={self.target}", *(f"{k}={configs[k]}" for k in sorted(configs, key=str))])
         self.kernel_id = self.run.register_kernel(
             name=self.kernel_name,
             started=self.started,
@@ -217,7 +220,9 @@ class CompileSession:
             after = self.snapshot(mod, identity)
         self._record(open_pass, after, ms=elapsed)
 
-    def _record(self, open_pass: OpenPass, after: SnapshotRef | None, ms: float = 0.0, status: PassStatus | None = None, error: ErrorInfo | None = None) -> None:
+    def _record(
+        self, open_pass: OpenPass, after: SnapshotRef | None, ms: float = 0.0, status: PassStatus | None = None, error: ErrorInfo | None = None
+    ) -> None:
         self.worker.submit(lambda: self._write_pass(open_pass, after, ms, status, error))
 
     def _write_pass(self, open_pass: OpenPass, after: SnapshotRef | None, ms: float, status: PassStatus | None, error: ErrorInfo | None) -> None:
@@ -242,9 +247,12 @@ class CompileSession:
         self.passes.append(record)
         self.run.append_record("pass", record)
 
-    def passes_interrupted(self, open_passes: list[OpenPass]) -> None:
-        """Passes that never returned; the error arrives later, in finish()."""
+    def passes_interrupted(self, open_passes: list[OpenPass], error: BaseException | None = None) -> None:
+        """Passes that never returned, and the exception their PassContext closed with (the
+        caller may swallow it: finish() then gets None, and this error stands)."""
         self._interrupted.extend(open_passes)
+        if error is not None and self._pass_error is None:
+            self._pass_error = error
 
     # --- codegen -------------------------------------------------------------------
 
@@ -302,7 +310,7 @@ class CompileSession:
         try:
             outcome = edits.resolve(
                 self.kernel_name, self.signature, active.role, active.language, generated,
-                tir=self.initial_text, config=getattr(self, "variant_config", ""),
+                tir=self.initial_text, config=self.variant_config,
             )
         except OSError as exc:
             self.run.edits_fault(exc)
@@ -342,6 +350,8 @@ class CompileSession:
         if self._finished:
             return
         self._finished = True
+        error = error if error is not None else self._pass_error
+        self._pass_error = None
         self._recent.clear()
         if not self.kernel_id:
             return  # no pass ran: nothing to show
@@ -352,7 +362,7 @@ class CompileSession:
                     self.run.note(
                         f"{self.kernel_name}: the compile failed while using your edit of {outcome.path} "
                         "(the compiler's errors name that file and line); the edit is kept: fix it and rerun, "
-                        f"or `lower-trace edits --reset {self.kernel_name}` to go back to the generated source"
+                        f"or `lower-trace edits --reset {os.path.basename(outcome.path)}` to go back to the generated source"
                     )
         ms = round((time.perf_counter() - self._t0) * 1000.0, 3)
         failure = error_info(error) if error is not None else None

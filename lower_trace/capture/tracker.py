@@ -9,6 +9,7 @@ user's compile, so a tracer fault becomes one warning instead.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 
@@ -24,7 +25,10 @@ class PassTracker:
         # A pass still open when its PassContext closes never returned: it raised.
         if self._stack:
             open_passes, self._stack = self._stack, []
-            self._guard(self.session.passes_interrupted, [frame for frame in open_passes if frame is not None])
+            # The exception on its way out of this PassContext: a caller may swallow it (TileLang's
+            # grouped compile keeps it per config and goes on), so finish() may never hear of it.
+            error = sys.exc_info()[1]
+            self._guard(self.session.passes_interrupted, [frame for frame in open_passes if frame is not None], error)
 
     def run_before_pass(self, mod: Any, info: Any) -> None:
         parent = next((frame for frame in reversed(self._stack) if frame is not None), None)

@@ -6,13 +6,12 @@ attaches it as soon as TileLang is imported (now, if it already is).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
-import sys
-
-from ..capture.sink import GetRun, TraceSink
 from .. import post_import
+from ..capture.sink import GetRun, TraceSink
 from ..config import hide_mode_variable
 
 _installed: list[Any] = []

@@ -7,37 +7,58 @@ codegen wrapper and a ``finish`` call. We register one tool; no global patching.
 
 from __future__ import annotations
 
+import re
 from contextlib import nullcontext
 from typing import Any
 
 from tilelang import instrumentation as tl_instr
 
-from ..capture.sink import GetRun, TraceSink
 from ..capture.session import CompileSession
+from ..capture.sink import GetRun, TraceSink
 from .tilelang_common import PHASE_OF_FUNCTION, bypass_kernel_cache, keep_builtin_tracer_off, restore_kernel_cache, versions
 from .tvm_ir import TVMIR, SourceHooks, TrackerInstrument
 
 TOOL_NAME = "lower-trace"
 
 
+# TileLang labels each PassContext it asks tools to instrument: "stage=jit-lower, kernel=f,
+# backend=cython"; a grouped compile (the autotuner's, several kernels in one compile session)
+# "stage=grouped-lower, config=1, kernel=f_gc_1", "stage=grouped-host, config=1, kernel=f_gc_1",
+# then "stage=grouped-device, configs=[0,1]" for the merged device module of the unit.
+_KERNEL_LABEL = re.compile(r"(?:^|,)\s*kernel=([^,]*)")
+
+
+def _kernel_key(context: str | None) -> str:
+    """Which kernel a PassContext compiles: its `kernel=` label, else the whole label."""
+    if not context:
+        return ""
+    match = _KERNEL_LABEL.search(context)
+    return "kernel=" + match.group(1).strip() if match else context
+
+
 class _Tool(tl_instr.PassInstrumentationTool):
-    """One per compile: TileLang creates it when a compile session opens."""
+    """One per TileLang compile session, which usually compiles one kernel. A grouped compile
+    lowers several kernels in one session, each in PassContexts of its own that TileLang labels
+    with the kernel: one CompileSession (one kernel record) per label."""
 
     def __init__(self, run: TraceSink) -> None:
         self._run = run
         self._ir = TVMIR(tl_instr.current_pass_phase, PHASE_OF_FUNCTION)
-        self._session: CompileSession | None = None
+        self._sessions: dict[str, CompileSession] = {}
+        self._active: CompileSession | None = None  # the kernel whose PassContext was made last
 
-    def _current(self) -> CompileSession:
-        if self._session is None:
+    def _session(self, key: str) -> CompileSession:
+        session = self._sessions.get(key)
+        if session is None:
             compile_session = tl_instr.current_compile_pass_instrumentation()
             entry = str(getattr(compile_session, "name", "") or "")
-            self._session = CompileSession(self._run, self._ir, entry=entry)
-        return self._session
+            session = self._sessions[key] = CompileSession(self._run, self._ir, entry=entry)
+        self._active = session
+        return session
 
     def create_pass_instrument(self) -> Any:
         try:
-            return TrackerInstrument(self._current())
+            return TrackerInstrument(self._session(_kernel_key(tl_instr.current_pass_instrument_context())))
         except Exception as exc:
             self._run.tracer_fault(exc)
             return None
@@ -46,16 +67,18 @@ class _Tool(tl_instr.PassInstrumentationTool):
         return nullcontext()
 
     def run_codegen(self, event: Any, next_call: Any) -> Any:
-        return self._current().codegen(str(event.name), event.mod, event.target, next_call)
+        # TileLang generates code inside the PassContext it made last: one config's host
+        # module, or the merged device module of a grouped unit.
+        session = self._active or self._session("")
+        return session.codegen(str(event.name), event.mod, event.target, next_call)
 
     def finish(self, error: BaseException | None) -> None:
-        session, self._session = self._session, None
-        if session is None:
-            return
-        try:
-            session.finish(error)
-        except Exception as exc:
-            self._run.tracer_fault(exc)
+        sessions, self._sessions, self._active = list(self._sessions.values()), {}, None
+        for session in sessions:
+            try:
+                session.finish(error)
+            except Exception as exc:
+                self._run.tracer_fault(exc)
 
 
 class TileLangIntegration:
@@ -68,9 +91,11 @@ class TileLangIntegration:
 
     def install(self) -> None:
         run = self._get_run()
+        if run is None:  # tracing was switched off before TileLang finished importing
+            return
         run.info.versions.update(versions())
         keep_builtin_tracer_off(run)
-        tl_instr.register_pass_instrumentation_tool(TOOL_NAME, lambda: _Tool(self._get_run()))
+        tl_instr.register_pass_instrumentation_tool(TOOL_NAME, lambda: _Tool(self._get_run() or run))
         self._hooks.install()
         self._cache_was_enabled = bypass_kernel_cache(run)
 

@@ -23,12 +23,11 @@ import sys
 from contextvars import ContextVar
 from typing import Any
 
-
-from ..capture.sink import GetRun
 from ..capture.naming import call_sites
 from ..capture.session import CompileSession
-from .tilelang_common import PHASE_OF_FUNCTION, bypass_kernel_cache, keep_builtin_tracer_off, restore_kernel_cache, versions
+from ..capture.sink import GetRun
 from .patching import Patches
+from .tilelang_common import PHASE_OF_FUNCTION, bypass_kernel_cache, keep_builtin_tracer_off, restore_kernel_cache, versions
 from .tvm_ir import SKIP_DIRS, TVMIR, GlobalFunctions, SourceHooks, run_traced
 
 _phase: ContextVar[str | None] = ContextVar("lower_trace_legacy_phase", default=None)
@@ -53,6 +52,8 @@ class LegacyTileLangIntegration:
 
     def install(self) -> None:
         run = self._get_run()
+        if run is None:  # tracing was switched off before TileLang finished importing
+            return
         run.info.versions.update(versions())
         keep_builtin_tracer_off(run)
         lower_module = sys.modules["tilelang.engine.lower"]

@@ -22,8 +22,8 @@ import tvm_ffi
 
 import lower_trace
 
-from ..capture.sink import GetRun
 from ..capture.session import CompileSession
+from ..capture.sink import GetRun
 from ..capture.tracker import PassTracker
 from .patching import Patches
 from .tvm_ir import TVMIR, GlobalFunctions, run_traced, tvm_version
@@ -31,7 +31,7 @@ from .tvm_ir import TVMIR, GlobalFunctions, run_traced, tvm_version
 _session: ContextVar[CompileSession | None] = ContextVar("lower_trace_tvm_session", default=None)
 # Only Pass.__call__'s own folder and ours are skipped when looking for who ran a pass:
 # here the callers worth naming (the pipelines) are TVM's own functions.
-_SKIP = tuple(os.path.dirname(os.path.abspath(m.__file__)) for m in (tvm.ir, tvm_ffi, lower_trace))
+_SKIP = tuple(os.path.dirname(os.path.abspath(str(m.__file__))) for m in (tvm.ir, tvm_ffi, lower_trace))
 # (file ending, function) of the TVM Python function that ran a top-level pass -> phase.
 _PHASES = (
     ("relax/vm_build.py", "build", "relax_pipeline"),
@@ -66,7 +66,9 @@ class TVMIntegration:
         self._codegen = GlobalFunctions()
 
     def install(self) -> None:
-        self._get_run().info.versions.update(versions())
+        run = self._get_run()
+        if run is not None:
+            run.info.versions.update(versions())
         for module_name, name in _ENTRY_POINTS:
             module = sys.modules.get(module_name)
             original = getattr(module, name, None)

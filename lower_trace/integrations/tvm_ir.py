@@ -19,9 +19,9 @@ import tvm_ffi
 
 import lower_trace
 
-from ..capture.sink import TraceSink
 from ..capture.naming import call_sites, factory_name
 from ..capture.session import CompileSession, current_codegen
+from ..capture.sink import TraceSink
 from ..capture.tracker import PassTracker
 
 _LANGUAGE_OF_CODEGEN = (
@@ -36,7 +36,7 @@ _LANGUAGE_OF_CODEGEN = (
     ("tilelang_c", "c"),
     ("build.c", "c"),
 )
-SKIP_DIRS = tuple(os.path.dirname(os.path.abspath(module.__file__)) for module in (tvm, tvm_ffi, lower_trace))
+SKIP_DIRS = tuple(os.path.dirname(os.path.abspath(str(module.__file__))) for module in (tvm, tvm_ffi, lower_trace))
 _PASS_CALL = tvm.ir.transform.Pass.__call__.__code__
 TrackerInstrument = tvm.ir.instrument.pass_instrument(PassTracker)
 # The FFI constructor takes attrs as the DictAttrs object itself (IRModule() would re-wrap them).

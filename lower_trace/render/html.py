@@ -41,7 +41,7 @@ EDIT_BADGED = (EditStatus.PATCHED, EditStatus.REGENERATED, EditStatus.CONFLICT)
 
 
 def _asset(name: str) -> str:
-    return resources.files("lower_trace.render").joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files("lower_trace.render").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def json_for_script(data: Any) -> str:
