@@ -5,6 +5,7 @@ TileLang kernel variants (CUDA source on the CPU) in a fresh interpreter.
 """
 
 import io
+import os
 import re
 import threading
 import time
@@ -52,13 +53,25 @@ def test_worker_backlog_makes_a_runaway_producer_wait():
     worker.close()
 
 
-def test_the_default_worker_runs_each_job_at_once_and_flushes_after_it():
+def test_an_inline_worker_runs_each_job_at_once_and_flushes_after_it():
     events = []
     worker = Worker(events.append, on_idle=lambda: events.append("flush"))
     worker.submit(lambda: events.append("job"), urgent=False)
-    assert events == ["job", "flush"] and worker._thread is None  # no thread: the GIL made it cost more than it saved
+    assert events == ["job", "flush"] and worker._thread is None  # one core: a thread could only cost
     worker.wait()
     worker.close()
+
+
+def test_the_run_uses_a_thread_only_with_a_spare_core(run_python, tilelang):
+    code = """
+import lower_trace
+run = lower_trace.enable(mode="html")
+print(run.worker.threaded)
+"""
+    pinned = run_python("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n" + code)
+    assert pinned.stdout.strip() == "False"
+    if len(os.sched_getaffinity(0)) > 1:
+        assert run_python(code).stdout.strip() == "True"
 
 
 # --- messages ---------------------------------------------------------------------

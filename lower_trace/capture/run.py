@@ -27,6 +27,15 @@ from .sink import KernelListener
 from .worker import Worker
 
 
+def spare_core() -> bool:
+    """Whether this process may run on more than one core: then printing on a worker thread
+    shortens the run (wall) though it costs some CPU; on one core it could only cost."""
+    try:
+        return len(os.sched_getaffinity(0)) > 1
+    except (AttributeError, OSError):
+        return (os.cpu_count() or 1) > 1
+
+
 class KernelSummary(NamedTuple):
     kernel_id: str
     passes: int
@@ -52,7 +61,7 @@ class TraceRun:
             versions={},
         )
         self.writer: TraceWriter | None = TraceWriter(self.run_dir, self.info) if config.writes_trace else None
-        self.worker = Worker(self.tracer_fault, on_idle=self._flush)
+        self.worker = Worker(self.tracer_fault, on_idle=self._flush, threaded=spare_core())
         # Working copies of the generated source live beside the runs (they outlive them).
         self.edits: EditStore | None = EditStore(self.script_dir) if config.writes_trace else None
         self.listeners: list[KernelListener] = []

@@ -1,19 +1,19 @@
 """The run's job queue: printing snapshots, appending records, feeding the listeners.
 
 Jobs run in the order they were submitted, so a record's snapshots are always
-resolved before the record is written. By default they run right away on the
-submitting thread. A worker *thread* (``threaded=True``) was the first design:
-TVM was expected to release the GIL while it prints and while its passes run,
-so printing would overlap the compile. Measured on TileLang 0.1.15, it does not:
-a lower runs 60% slower while another thread prints, and the printer at half
-speed; traced sweeps cost more CPU threaded than inline (2.1x against 1.7x
-untraced) for the same wall time, also for the GEMM. The thread stays available
-for compilers that do release the GIL.
+resolved before the record is written: on a worker thread (``threaded=True``),
+or right away on the submitting thread.
+
+Which one is a trade measured on TileLang 0.1.15 (benchmarks/sweep.py): TVM holds
+the GIL for much of printing, so the thread overlaps only part of it, and the
+hand-overs cost CPU. With a spare core the thread shortens the run (a GEMM sweep
+1.18x untraced wall instead of 1.36x) for more CPU (1.44x instead of 1.36x); on
+one core (taskset) it can only cost, so the run picks it by the cores it may use.
 
 Threaded, jobs are queued without a wake-up and the worker is woken only for
 work worth starting at once (``urgent``: printing) or when enough has piled up.
 Either way ``on_idle`` runs when the queue is empty (the store flushes its files
-then), so a killed process loses at most the job in progress.
+then), so a killed process loses at most what was still queued.
 """
 
 from __future__ import annotations
