@@ -334,8 +334,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _script_dirs(path: str) -> list[str]:
     """Script folders holding working copies, from a run folder, a script folder, its
     edits/ folder or a file in it, or the trace root (every script below it)."""
-    from .override import EDITS
-    from .store import MANIFEST
+    from .store import EDITS, MANIFEST
 
     folder = os.path.normpath(path)
     if os.path.isfile(folder):  # a run's manifest, or a working copy

@@ -32,20 +32,19 @@ aside, and the message says how to bring it back. Pure Python; no tvm import.
 from __future__ import annotations
 
 import contextlib
-import enum
 import fcntl
 import json
 import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
+from .edit_outcome import EditOutcome, EditStatus
 from .paths import safe_component
+from .store import EDITS
 from .variants import Variant, align, analyse, source_skeleton, tell_apart
 
-EDITS = "edits"
 BASELINE = ".baseline"
 VARIANTS = ".variants"
 INDEX = "index.json"
@@ -58,65 +57,6 @@ SUCCESSOR_SIMILARITY = 0.5  # changed code takes over a variant's copy only if i
 _HISTORY = 8  # older codes remembered per working copy
 
 Group = tuple[str, str, str, str]  # kernel, signature, role, language
-
-
-class EditStatus(str, enum.Enum):
-    SYNCED = "SYNCED"
-    PATCHED = "PATCHED"
-    REGENERATED = "REGENERATED"
-    CONFLICT = "CONFLICT"
-
-
-@dataclass(frozen=True)
-class EditOutcome:
-    status: EditStatus
-    path: str  # the working copy
-    compile_text: str  # what the compiler gets
-    backup: str = ""  # where an edit was saved aside (CONFLICT)
-    backup_base: str = ""  # the baseline that edit was made against
-    created: bool = False  # the working copy was written for the first time
-    siblings: tuple[str, ...] = ()  # edited working copies of this kernel's other variants
-
-    @property
-    def uses_edit(self) -> bool:
-        return self.status is EditStatus.PATCHED
-
-    def message(self, kernel: str) -> str:
-        where = _short(self.path)
-        if self.created:
-            text = f"{kernel}: generated source saved to {where}; edit it and rerun to compile your version"
-            if self.siblings:
-                others = ", ".join(_short(p) for p in self.siblings[:3])
-                if len(self.siblings) > 3:
-                    others += f" and {len(self.siblings) - 3} more"
-                verb = "is" if len(self.siblings) == 1 else "are"
-                noun = "edit" if len(self.siblings) == 1 else "edits"
-                text += f" (your {noun} in {others} {verb} for other variants of {kernel}, so not used here; `lower-trace edits` says which is which)"
-            return text
-        if self.status is EditStatus.PATCHED:
-            return f"{kernel}: PATCHED, compiling your edit of {where}"
-        if self.status is EditStatus.REGENERATED:
-            return f"{kernel}: REGENERATED, codegen changed; {where} now holds the new source"
-        if self.status is EditStatus.CONFLICT:
-            return (
-                f"{kernel}: CONFLICT, codegen changed and {where} was edited; compiling the new codegen. "
-                f"Your edit is saved in {_short(self.backup)}; to re-apply it: "
-                f"diff -u {_short(self.backup_base)} {_short(self.backup)} | patch {where}"
-            )
-        return f"{kernel}: SYNCED, {where}"
-
-
-def _short(path: str) -> str:
-    relative = os.path.relpath(path)
-    return relative if not relative.startswith("..") else path
-
-
-def line_directive(text: str, path: str, language: str) -> str:
-    """Prefix C-family source with #line, so compiler errors point into the user's file."""
-    if language not in ("cuda", "hip", "c"):
-        return text
-    quoted = path.replace("\\", "\\\\").replace('"', '\\"')
-    return f'#line 1 "{quoted}"\n{text}'
 
 
 def _group(entry: dict[str, Any]) -> Group:

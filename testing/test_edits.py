@@ -13,7 +13,8 @@ import time
 import pytest
 
 from conftest import lower_trace_cli
-from lower_trace.override import EditStatus, EditStore
+from lower_trace.edit_outcome import EditStatus
+from lower_trace.override import EditStore
 
 # Arguments: the scale factors to compile (one variant of `scale` each, in this order), and
 # "plus" for the kernel as its author changed it later (C = A * factor + 1).

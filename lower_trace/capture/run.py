@@ -18,8 +18,9 @@ import time
 from typing import Any, NamedTuple
 
 from ..config import Config
+from ..edit_outcome import EditOutcome, short_path
 from ..model import KernelEnd, KernelStart, KernelStatus, KernelTrace, Note, RunInfo, to_json
-from ..override import EditOutcome, EditStore
+from ..override import EditStore
 from ..paths import script_name
 from ..store import REPORT, TraceWriter, new_run_dir, script_dir_of
 from .messages import Messages
@@ -124,7 +125,7 @@ class TraceRun:
         """Say what happened to a kernel's working copy: once per file; at scale, a few and a count."""
         kind = "created" if outcome.created else outcome.status.value
         if outcome.created:
-            more = f"{{n}} more working copies saved in {os.path.dirname(outcome.path)} (`lower-trace edits` lists them)"
+            more = f"{{n}} more working copies saved in {short_path(os.path.dirname(outcome.path))} (`lower-trace edits` lists them)"
         else:
             more = f"{{n}} more working copies {outcome.status.value} (`lower-trace edits` lists them)"
         self.messages.say(outcome.message(kernel), once=f"edit:{outcome.path}", group=f"edit:{kind}", more=more)

@@ -17,8 +17,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..edit_outcome import EditOutcome, line_directive
 from ..model import CodegenRecord, ErrorInfo, KernelStatus, KernelTrace, PassRecord, PassStatus
-from ..override import EditOutcome, line_directive
 from ..store import digest_of
 from .sink import TraceSink
 from .worker import SnapshotRef

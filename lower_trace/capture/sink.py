@@ -11,8 +11,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..config import Config
+from ..edit_outcome import EditOutcome
 from ..model import KernelTrace, RunInfo
-from ..override import EditOutcome, EditStore
+from ..override import EditStore
 from .worker import Worker
 
 TextOf = Callable[[str], str]

@@ -19,8 +19,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from ..edit_outcome import EditStatus
 from ..model import CodegenRecord, KernelTrace, RunInfo, to_json
-from ..override import EditStatus
 from ..store import load_trace
 from . import terminal
 
