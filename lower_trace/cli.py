@@ -14,7 +14,7 @@ from types import CodeType, ModuleType
 
 from . import __version__
 from .config import DEFAULT_TRACE_DIR, ENV_DIR, ENV_MODE, MODES, ConfigError, default_trace_dir, parse_mode
-from .model import CodegenRecord, KernelTrace, PassRecord, Trace
+from .model import CodegenRecord, KernelTrace, PassRecord, Trace, kernel_list
 from .store import TraceDamaged, TraceNotFound, list_runs, load_trace
 
 
@@ -177,7 +177,7 @@ def _kernels(trace: Trace, key: str | None) -> list[KernelTrace]:
     if not key:
         return list(trace.kernels)
     try:
-        return [trace.kernel(key)]
+        return trace.kernels_for(key)  # a name shared by a sweep's variants selects them all
     except LookupError as exc:
         raise UsageError(f"{trace.path}: {exc}") from None
 
@@ -231,7 +231,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     renderer = TerminalRenderer(sys.stdout, color=color, context=args.context)
     if args.ir is not None:
         if len(kernels) != 1:
-            raise UsageError(f"{trace.path}: --ir needs one kernel; pick it with -k: {_kernel_names(trace)}")
+            raise UsageError(f"{trace.path}: --ir needs one kernel; pick it by id with -k: {kernel_list(kernels)}")
         kernel = kernels[0]
         steps = _select_steps(kernels, args.ir)[kernel.kernel_id]
         if not steps:
@@ -260,13 +260,9 @@ def cmd_show(args: argparse.Namespace) -> int:
             show_diffs=not args.no_diff,
             only=None if only is None else only[kernel.kernel_id],
             changed_only=args.changed,
-            show_source=not args.no_source,
+            show_source=not (args.no_source or args.no_diff),
         )
     return 0
-
-
-def _kernel_names(trace: Trace) -> str:
-    return ", ".join(f"{k.kernel_id} ({k.name})" for k in trace.kernels)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -299,9 +295,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         count = len(kernel.passes)
         failed = f" {kernel.failed_count:>2} failed" if kernel.failed_count or state == "ok" else " " * 10
         took = "" if state == "did not finish" else f" {kernel.ms:>8.1f} ms"
+        # Which variant: its working copy, as `lower-trace edits` names it, and what became of it.
+        edited = sorted({c.edit_status for c in kernel.codegen if c.edit_status and c.edit_status != "SYNCED"})
+        variant = "  " + " ".join([kernel.working_copy, *edited]) if kernel.working_copy else ""
         print(
             f"  {kernel.kernel_id:<4} {printable(kernel.name):<24} {printable(kernel.target):<20} {state:<14}"
-            f" {count:>3} {'pass  ' if count == 1 else 'passes'} {kernel.changed_count:>3} changed{failed}{took}".rstrip()
+            f" {count:>3} {'pass  ' if count == 1 else 'passes'} {kernel.changed_count:>3} changed{failed}{took}{printable(variant)}".rstrip()
         )
         if args.passes:
             for step in kernel.steps:
@@ -414,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("-p", "--pass", dest="pass_", metavar="PASS", help="only this pass (sequence number or name)")
     which.add_argument("--ir", metavar="PASS", help="print the IR after PASS (the IR it received, if it failed; the source, for codegen)")
     show.add_argument("--changed", action="store_true", help="hide passes that changed nothing")
-    show.add_argument("--no-diff", action="store_true", help="the pass table only")
+    show.add_argument("--no-diff", action="store_true", help="the pass table only (no diffs, no generated source)")
     show.add_argument("--no-source", action="store_true", help="do not print generated source")
     show.add_argument("-U", "--context", type=int, default=3, help="lines of context around changes (default 3)")
     show.add_argument("--color", choices=("auto", "always", "never"), default="auto")

@@ -8,7 +8,8 @@ here: records name them by content digest and a :class:`Trace` resolves them.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -142,6 +143,13 @@ class KernelTrace:
         return sorted([*self.passes, *self.codegen], key=lambda step: step.seq)
 
     @property
+    def working_copy(self) -> str:
+        """Which variant this kernel is, as `lower-trace edits` names it: its working copy's
+        file (the device one first), e.g. scaled_add-d09a05.cu; "" when it has none."""
+        steps = sorted((c for c in self.codegen if c.edit_path), key=lambda c: c.role != "device")
+        return os.path.basename(steps[0].edit_path) if steps else ""
+
+    @property
     def changed_count(self) -> int:
         return sum(1 for p in self.passes if p.status is PassStatus.CHANGED)
 
@@ -165,18 +173,31 @@ class Trace:
 
     def kernel(self, key: str) -> KernelTrace:
         """Find a kernel by id (k1), by name, or by 1-based index; LookupError if none or ambiguous."""
-        names = ", ".join(f"{k.kernel_id} ({k.name})" for k in self.kernels) or "none"
+        found = self.kernels_for(key)
+        if len(found) > 1:
+            raise LookupError(f"{len(found)} kernels are named {key!r}; pick one by id: {kernel_list(found)}")
+        return found[0]
+
+    def kernels_for(self, key: str) -> list[KernelTrace]:
+        """The kernels `key` names: an id (k1), a name (every variant of that name), or a 1-based
+        index; LookupError naming some of the kernels there are if none."""
         for kernel in self.kernels:
             if key == kernel.kernel_id:
-                return kernel
+                return [kernel]
         named = [k for k in self.kernels if k.name == key]
-        if len(named) > 1:
-            raise LookupError(f"{len(named)} kernels are named {key!r}; pick one by id: {names}")
         if named:
-            return named[0]
+            return named
         if key.isdigit() and 1 <= int(key) <= len(self.kernels):
-            return self.kernels[int(key) - 1]
-        raise LookupError(f"no kernel {key!r} in this trace; kernels: {names}")
+            return [self.kernels[int(key) - 1]]
+        raise LookupError(f"no kernel {key!r} in this trace; kernels: {kernel_list(self.kernels)}")
+
+
+def kernel_list(kernels: Sequence[KernelTrace], limit: int = 8) -> str:
+    """'k1 (gemm), k2 (gemm), ... and 298 more (`lower-trace list` shows them)': a line stays short."""
+    if not kernels:
+        return "none"
+    shown = ", ".join(f"{k.kernel_id} ({k.name})" for k in kernels[:limit])
+    return shown + (f", ... and {len(kernels) - limit} more (`lower-trace list` shows them)" if len(kernels) > limit else "")
 
 
 # --- JSON conversion -------------------------------------------------------

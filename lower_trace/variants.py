@@ -272,6 +272,31 @@ def first_own_line(text: str, other: str, width: int = 60) -> str:
     return ""
 
 
+def with_literals(text: str, constants: tuple[str, ...]) -> str:
+    """`text` with its literals replaced by `constants` (a variant's own TIR, from its family's)."""
+    _, literals = _scan(text)
+    if len(literals) != len(constants):
+        return text
+    pieces, at = [], 0
+    for literal, value in zip(literals, constants):
+        pieces.append(text[at : literal.start])
+        pieces.append(value)
+        at = literal.end
+    pieces.append(text[at:])
+    return "".join(pieces)
+
+
+def _own_first(constants: tuple[str, ...], family: list[tuple[str, ...]], positions: list[int]) -> tuple[list[int], int]:
+    """The places where this variant's literal is not the family's most common one come
+    first: shown always, they tell it apart (only one variant can have all common values)."""
+    def common(p: int) -> str:
+        values = [c[p] for c in family if p < len(c)]
+        return max(dict.fromkeys(values), key=values.count)
+
+    own = [p for p in positions if p < len(constants) and constants[p] != common(p)]
+    return own + [p for p in positions if p not in own], len(own)
+
+
 def tell_apart(members: list[tuple[str, str, str | None, tuple[str, ...] | None, str]]) -> dict[str, str]:
     """What tells each copy of one kernel (name, buffers, role) apart from the others, by name.
 
@@ -291,11 +316,17 @@ def tell_apart(members: list[tuple[str, str, str | None, tuple[str, ...] | None,
         family = families[skeleton]
         words = []
         if len(family) > 1:
-            words.append(describe(text, constants, differing([m[3] for m in family if m[3] is not None])))
+            known = [m[3] for m in family if m[3] is not None]
+            positions, own_count = _own_first(constants, known, differing(known))
+            words.append(describe(text, constants, positions, limit=max(5, own_count)))
             if len({m[4] for m in family}) > 1:
                 words.append(config)
-        other = next((m[2] for m in members if m[1] != skeleton and m[2] is not None), None)
-        own = first_own_line(text, other) if other is not None else ""
+        # Another code family: its first line this variant's own TIR (not its family's) lacks.
+        other = next((m for m in members if m[1] != skeleton and m[2] is not None), None)
+        own = ""
+        if other is not None:
+            theirs = with_literals(other[2], other[3]) if other[3] is not None else other[2]
+            own = first_own_line(with_literals(text, constants), str(theirs))
         if own:
             words.append(f"other code: {own}")
         out[name] = "; ".join(word for word in words if word)

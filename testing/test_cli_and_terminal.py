@@ -151,11 +151,34 @@ def test_show_ir_needs_one_kernel(tmp_path, capsys):
     again = [line.replace('"k1"', '"k2"') for line in lines[1:]]  # the same kernel compiled twice
     (run / "trace.jsonl").write_text("\n".join(lines + again) + "\n")
     assert main(["show", str(run), "--ir", "3"]) == 2
-    assert "--ir needs one kernel; pick it with -k: k1 (elementwise_add), k2 (elementwise_add)" in capsys.readouterr().err
+    assert "--ir needs one kernel; pick it by id with -k: k1 (elementwise_add), k2 (elementwise_add)" in capsys.readouterr().err
     assert main(["show", str(run), "-k", "elementwise_add", "--ir", "3"]) == 2
-    assert "2 kernels are named 'elementwise_add'; pick one by id" in capsys.readouterr().err
+    assert "--ir needs one kernel; pick it by id with -k: k1 (elementwise_add), k2 (elementwise_add)" in capsys.readouterr().err
     assert main(["show", str(run), "-k", "k2", "--ir", "3"]) == 0
     assert json.loads(lines[0])["type"] == "run"
+
+
+def test_a_name_shared_by_a_sweeps_variants_selects_them_all_and_lists_stay_short(tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURE, run)
+    lines = (run / "trace.jsonl").read_text().splitlines()
+    copies = [line.replace('"k1"', f'"k{i}"') for i in range(2, 31) for line in lines[1:]]  # 30 variants of one name
+    (run / "trace.jsonl").write_text("\n".join(lines + copies) + "\n")
+    assert main(["show", str(run), "-k", "elementwise_add", "--no-diff"]) == 0
+    headers = [line for line in capsys.readouterr().out.splitlines() if line.startswith("== lower-trace: kernel")]
+    assert [h.split()[3] for h in headers] == [f"k{i}" for i in range(1, 31)]
+    assert main(["show", str(run), "-k", "nosuch"]) == 2
+    error = capsys.readouterr().err
+    assert len(error.splitlines()) == 1 and len(error) < 400
+    assert "k1 (elementwise_add)" in error and "and 22 more (`lower-trace list` shows them)" in error
+
+
+def test_no_diff_is_the_pass_table_only(trace_copy, capsys):
+    assert main(["show", str(trace_copy), "--no-diff"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    trace = load_trace(str(trace_copy))
+    kernel = trace.kernels[0]
+    assert len(out) == 1 + len(kernel.steps)  # the header and one line per step: no diff, no source
 
 
 def test_list_runs_and_pass_status_words(trace_copy, tmp_path, capsys):

@@ -489,3 +489,47 @@ def test_two_processes_tracing_one_script_agree(tmp_path):
     assert all(proc.returncode == 0 for proc in procs)
     assert results[0] == results[1] and len(set(results[0].values())) == 30
     assert len(EditStore(str(tmp_path)).entries()) == 31
+
+
+@pytest.fixture
+def kernels(tilelang):
+    import kernels as module
+
+    return module
+
+
+def _tir_of(func):
+    """The TIR as lowering gets it (what the session hands the store), printed without lowering."""
+    from tilelang import tvm
+
+    return tvm.IRModule({func.attrs["global_symbol"]: func}).script()
+
+
+def test_edits_tells_every_variant_of_a_sweep_apart(tmp_path, kernels):
+    """Autotune-shaped: 12 GEMM variants (tiles x pipeline stages) of one name and buffers.
+    Every listed description is different, and each shows the stage count the variant has."""
+    store = EditStore(str(tmp_path))
+    configs = [(bm, bn, stages) for bm in (64, 128) for bn in (64, 128) for stages in (1, 2, 3)]
+    for bm, bn, stages in configs:
+        func = kernels.gemm(512, 512, 512, bm, bn, 32, num_stages=stages)
+        store.resolve("gemm", "sig", "device", "cuda", f"// gemm {bm} {bn} {stages}\n", tir=_tir_of(func))
+    rows = EditStore(str(tmp_path)).entries()
+    assert len(rows) == len(configs)
+    descriptions = [row["variant"] for row in rows]
+    assert len(set(descriptions)) == len(configs), descriptions
+    by_file = {row["file"]: row["variant"] for row in rows}
+    for bm, bn, stages in configs:
+        (name,) = [row["file"] for row in rows if f"// gemm {bm} {bn} {stages}" in open(row["path"]).read()]
+        print(by_file[name])
+        assert f"num_stages={stages}" in by_file[name].replace(" ", "") or f"num_stages\": {stages}" in by_file[name], by_file[name]
+
+
+def test_other_code_is_quoted_with_the_variants_own_literals(tmp_path, kernels):
+    store = EditStore(str(tmp_path))
+    for factor in (3.0, 5.0):
+        store.resolve("scale", "sig", "device", "c", f"// scale {factor}\n", tir=_tir_of(kernels.scale_c(factor=factor)))
+    plus = kernels.scale_plus_c(factor=7.0)
+    store.resolve("scale", "sig", "device", "c", "// plus 7\n", tir=_tir_of(plus))
+    rows = {open(row["path"]).read(): row["variant"] for row in EditStore(str(tmp_path)).entries()}
+    # The +1 kernel is code of its own: what it shows as "other code" has its own factor, 7.
+    assert "7" in rows["// plus 7\n"] and "3.0" not in rows["// plus 7\n"] and "5.0" not in rows["// plus 7\n"]

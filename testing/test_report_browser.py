@@ -615,3 +615,29 @@ def test_a_killed_run_shows_every_finished_kernel(browser, tmp_path, real_trace)
         assert not view.errors()
     finally:
         view.close()
+
+
+def test_the_index_names_each_variant_by_its_working_copy_and_filters_by_it(browser, tmp_path, lower_cuda):
+    """A sweep's kernels share one name: the index shows each one's working copy (as
+    `lower-trace edits` names it) and the filter finds a variant by it, or by its id."""
+    import kernels
+    import lower_trace
+
+    with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+        for variant in kernels.sweep_variants(3):
+            lower_cuda(kernels.scaled_add(**variant))
+    trace = load_trace(run.run_dir)
+    copies = [k.working_copy for k in trace.kernels]
+    assert len(set(copies)) == 3 and all(copies)  # ground truth: the codegen records' working copies
+    view = Page(browser, os.path.join(run.run_dir, "report.html"))
+    try:
+        page = view.page
+        assert page.locator("#kernels .kernel-row .variant").all_inner_texts() == copies
+        page.fill("#kernel-filter", copies[1])
+        visible = page.locator("#kernels .kernel-row:not([hidden])")
+        assert visible.count() == 1 and visible.get_attribute("data-kernel") == trace.kernels[1].kernel_id
+        page.fill("#kernel-filter", "k3")
+        assert page.locator("#kernels .kernel-row:not([hidden])").get_attribute("data-kernel") == "k3"
+        assert not [m for m in view.messages if m.startswith(("error", "pageerror"))]
+    finally:
+        view.close()

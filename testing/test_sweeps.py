@@ -92,6 +92,17 @@ def test_messages_of_a_group_are_said_a_few_times_then_summarised():
     assert len(stream.getvalue().splitlines()) == len(lines)
 
 
+def test_a_summary_names_what_it_counted():
+    stream = io.StringIO()
+    messages = Messages(stream)
+    for i in range(GROUP_LIMIT + 5):
+        messages.say(f"softmax {i}", group="created", more="{n} more ({by})", label="softmax")
+    for i in range(2):
+        messages.say(f"mm {i}", group="created", more="{n} more ({by})", label="mm")
+    messages.flush_groups()
+    assert stream.getvalue().splitlines()[-1] == "lower-trace: 7 more (softmax 5, mm 2)"
+
+
 # --- configuration ----------------------------------------------------------------
 
 
@@ -146,8 +157,8 @@ def test_a_sweep_of_40_variants_says_under_20_lines(run_python, tmp_path, tilela
     named = [line for line in ours if "generated source saved to" in line]
     assert len(named) == min(GROUP_LIMIT, len(copies))
     if len(copies) > GROUP_LIMIT:
-        (summary,) = [line for line in ours if "more working copies saved" in line]
-        assert f"{len(copies) - GROUP_LIMIT} more working copies saved in" in summary and "lower-trace edits" in summary
+        (summary,) = [line for line in ours if "more working copies (" in line]
+        assert f"{len(copies) - GROUP_LIMIT} more working copies (scaled_add) saved in" in summary and "lower-trace edits" in summary
 
 
 @pytest.mark.tilelang

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TextIO
 
 GROUP_LIMIT = 3  # lines said per group before the rest are only counted
@@ -21,6 +21,7 @@ class _Group:
     said: int = 0
     counted: int = 0
     summary: str = ""
+    labels: dict[str, int] = field(default_factory=dict)  # what the counted messages were about
 
 
 class Messages:
@@ -34,10 +35,10 @@ class Messages:
     def stream(self) -> TextIO:
         return self._stream or sys.stderr
 
-    def say(self, text: str, once: str | None = None, group: str | None = None, more: str = "") -> None:
+    def say(self, text: str, once: str | None = None, group: str | None = None, more: str = "", label: str = "") -> None:
         """Say text (once per `once` key). With a group, only the first GROUP_LIMIT of the
-        group are said; the others are counted, and `more` ("{n}" = their number) is said
-        for them by flush_groups()."""
+        group are said; the others are counted, and `more` is said for them by flush_groups():
+        "{n}" is their number, "{by}" what they were about (their labels, with counts)."""
         with self._lock:
             if once is not None:
                 if once in self._said:
@@ -48,6 +49,7 @@ class Messages:
                 entry.summary = more or entry.summary
                 if entry.said >= GROUP_LIMIT:
                     entry.counted += 1
+                    entry.labels[label] = entry.labels.get(label, 0) + 1
                     return
                 entry.said += 1
         self._write(text)
@@ -58,7 +60,9 @@ class Messages:
             groups, self._groups = self._groups, {}
         for entry in groups.values():
             if entry.counted and entry.summary:
-                self._write(entry.summary.replace("{n}", str(entry.counted)))
+                labels = [label for label in entry.labels if label]
+                by = labels[0] if len(labels) == 1 else ", ".join(f"{label} {entry.labels[label]}" for label in labels)
+                self._write(entry.summary.replace("{n}", str(entry.counted)).replace("{by}", by or "kernels"))
 
     def _write(self, text: str) -> None:
         try:

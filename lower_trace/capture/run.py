@@ -74,7 +74,7 @@ class TraceRun:
         self.closed = False
         if self.edits is None:
             self._warn_unused_edits()
-        if config.filter_error:
+        if config.filter_error and config.prints_terminal:  # the filter is for the live view only
             self.messages.say(config.filter_error, once="filter")
 
     @property
@@ -125,10 +125,10 @@ class TraceRun:
         """Say what happened to a kernel's working copy: once per file; at scale, a few and a count."""
         kind = "created" if outcome.created else outcome.status.value
         if outcome.created:
-            more = f"{{n}} more working copies saved in {short_path(os.path.dirname(outcome.path))} (`lower-trace edits` lists them)"
+            more = f"{{n}} more working copies ({{by}}) saved in {short_path(os.path.dirname(outcome.path))}; `lower-trace edits` lists them"
         else:
-            more = f"{{n}} more working copies {outcome.status.value} (`lower-trace edits` lists them)"
-        self.messages.say(outcome.message(kernel), once=f"edit:{outcome.path}", group=f"edit:{kind}", more=more)
+            more = f"{{n}} more working copies ({{by}}) {outcome.status.value}; `lower-trace edits` lists them"
+        self.messages.say(outcome.message(kernel), once=f"edit:{outcome.path}", group=f"edit:{kind}", more=more, label=kernel)
 
     def tracer_fault(self, exc: BaseException) -> None:
         self.messages.say(

@@ -149,6 +149,7 @@ def kernel_summary(kernel: KernelTrace, block: int, refs: list[int]) -> dict[str
         error = {"type": kernel.error.type, "message": kernel.error.message[:SUMMARY_MESSAGE]}
     edits = sorted({c.edit_status for c in kernel.codegen if c.edit_status})
     return {
+        "variant": kernel.working_copy,
         "id": kernel.kernel_id,
         "name": kernel.name,
         "target": kernel.target,

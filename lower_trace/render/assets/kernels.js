@@ -20,8 +20,12 @@ const LTIndex = (() => {
     row.type = "button";
     row.dataset.kernel = kernel.id;
     row.appendChild(el("span", `dot ${kernel.failed || kernel.status === "failed" ? "failed" : kernel.status === "running" ? "incomplete" : "changed"}`));
-    row.appendChild(el("span", "kname", kernel.name));
-    row.title = kernel.name;
+    const cell = el("span", "kcell");
+    cell.appendChild(el("span", "kname", kernel.name));
+    // Which variant (its working copy, as `lower-trace edits` lists it): a sweep's kernels share one name.
+    if (kernel.variant) cell.appendChild(el("span", "muted variant", kernel.variant));
+    row.appendChild(cell);
+    row.title = [kernel.id, kernel.name, kernel.variant].filter(Boolean).join(" · ");
     row.appendChild(el("span", "muted target", kernel.target || "?"));
     const counts = el("span", "counts");
     counts.appendChild(el("span", "", plural(kernel.passes, "pass", "passes")));
@@ -46,7 +50,7 @@ const LTIndex = (() => {
     const frag = document.createDocumentFragment();
     for (const kernel of kernels) {
       const { row, badge } = buildRow(kernel, rules);
-      entries.set(kernel.id, { kernel, row, badge, keys: statusKeys(kernel, rules), lower: String(kernel.name).toLowerCase() });
+      entries.set(kernel.id, { kernel, row, badge, keys: statusKeys(kernel, rules), lower: [kernel.id, kernel.name, kernel.variant || ""].join(" ").toLowerCase() });
       frag.appendChild(row);
     }
     list.replaceChildren(frag);
@@ -72,7 +76,7 @@ const LTIndex = (() => {
       }
       shown = 0;
       for (const entry of entries.values()) {
-        const byName = !text || entry.lower.includes(lower) || (regex !== null && regex.test(entry.kernel.name));
+        const byName = !text || entry.lower.includes(lower) || (regex !== null && (regex.test(entry.kernel.name) || regex.test(entry.kernel.variant || "") || regex.test(entry.kernel.id)));
         const visible = byName && (!status || entry.keys.has(status));
         if (entry.row.hidden === visible) entry.row.hidden = !visible;
         if (visible) shown++;
