@@ -324,9 +324,9 @@ def tell_apart(members: list[tuple[str, str, str | None, tuple[str, ...] | None,
         # Another code family: its first line this variant's own TIR (not its family's) lacks.
         other = next((m for m in members if m[1] != skeleton and m[2] is not None), None)
         own = ""
-        if other is not None:
+        if other is not None and other[2] is not None:
             theirs = with_literals(other[2], other[3]) if other[3] is not None else other[2]
-            own = first_own_line(with_literals(text, constants), str(theirs))
+            own = first_own_line(with_literals(text, constants), theirs)
         if own:
             words.append(f"other code: {own}")
         out[name] = "; ".join(word for word in words if word)
