@@ -2,8 +2,8 @@
 
     python benchmarks/memory.py [--compiles 200] [--builtin-compiles 40]
 
-Each configuration runs in a fresh interpreter: 10 warm-up compiles (caches fill),
-then --compiles more, every one a different variant of one kernel (as a sweep
+Each configuration runs in a fresh interpreter: --warmup compiles (TileLang's and
+lower-trace's bounded caches and the allocator's arenas fill), then --compiles more, every one a different variant of one kernel (as a sweep
 compiles them: same name and buffers, other constants and tiles); the growth of
 the resident set between the two points, divided by the compiles, is what a long
 traced session keeps per compile. Target for lower-trace: <= 0.05 MB per compile.
@@ -31,8 +31,8 @@ def rss_mb():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 target = tvm.target.Target({{"kind": "cuda", "arch": "sm_90a"}})
-mode, count = {mode!r}, {count}
-variants = kernels.sweep_variants(count + 10)
+mode, count, warmup = {mode!r}, {count}, {warmup}
+variants = kernels.sweep_variants(count + warmup)
 trace_dir = tempfile.mkdtemp()
 with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
     if mode == "lower-trace":
@@ -44,14 +44,14 @@ with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib
     def compile_one(i):
         with target:
             tilelang.lower(kernels.scaled_add(**variants[i]), target=target)
-    for i in range(10):
+    for i in range(warmup):
         compile_one(i)
     if mode == "lower-trace":
         lower_trace.current_run().worker.wait()
     gc.collect()
     start = rss_mb()
     for i in range(count):
-        compile_one(10 + i)
+        compile_one(warmup + i)
     if mode == "lower-trace":
         lower_trace.current_run().worker.wait()
     gc.collect()
@@ -65,6 +65,7 @@ print(f"{{start:.1f}} {{end:.1f}}")
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compiles", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=80, help="compiles before the first measurement (caches and allocator arenas fill)")
     parser.add_argument("--builtin-compiles", type=int, default=40, help="compiles for TileLang's built-in tracer (0: skip)")
     args = parser.parse_args()
     print(f"{'configuration':<14} {'compiles':>8} {'RSS after warm-up':>18} {'RSS after':>10} {'growth/compile':>15}")
@@ -72,7 +73,7 @@ def main() -> int:
         count = args.builtin_compiles if mode == "built-in" else args.compiles
         if not count:
             continue
-        code = CHILD.format(testing=os.path.join(HERE, "..", "testing"), mode=mode, count=count)
+        code = CHILD.format(testing=os.path.join(HERE, "..", "testing"), mode=mode, count=count, warmup=args.warmup)
         env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
         env["TILELANG_DISABLE_CACHE"] = "1"  # every variant really compiles
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
