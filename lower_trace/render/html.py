@@ -10,6 +10,7 @@ report from a stored trace through the same writer.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -24,7 +25,7 @@ from ..model import CodegenRecord, KernelTrace, RunInfo, to_json
 from ..store import load_trace
 from . import terminal
 
-# What the page's JS is made of, in the order it runs (each its own <script>).
+# What the page's JS is made of, in the order it runs (each its own script element).
 SCRIPTS = ("diff.js", "text.js", "blocks.js", "search.js", "kernels.js", "view.js", "report.js")
 PAGE_FORMAT = 2  # 1: one data block + one snapshot pack; 2: append-only kernel blocks
 
@@ -40,6 +41,7 @@ EDIT_TEXT = {
 EDIT_BADGED = (EditStatus.PATCHED, EditStatus.REGENERATED, EditStatus.CONFLICT)
 
 
+@functools.lru_cache(maxsize=None)
 def _asset(name: str) -> str:
     return resources.files("lower_trace.render").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
@@ -102,12 +104,19 @@ def page_rules() -> dict[str, Any]:
 # --- the blocks of the page -----------------------------------------------------------
 
 
+def block(body: str, kind: str = "", cls: str = "", ident: str = "") -> str:
+    """One script element of the page (assets/block.html): JS when kind is empty, else
+    an inert data block of that type. body must already be safe for a script element."""
+    attrs = "".join(f' {name}="{value}"' for name, value in (("type", kind), ("class", cls), ("id", ident)) if value)
+    return fill(_asset("block.html"), {"attrs": attrs, "body": body})
+
+
 def page_head(run: RunInfo, notes: list[str] | tuple[str, ...] = ()) -> str:
     """The start of the file: markup, styles, scripts and the run header (a JSON block)."""
     header = to_json(run)
     header["notes"] = [*run.notes, *notes]
     data = {"format": PAGE_FORMAT, "run": header, "rules": page_rules()}
-    scripts = "\n".join(f"<script>\n{_asset(name)}\n</script>" for name in SCRIPTS)
+    scripts = "".join(block(f"\n{_asset(name)}\n") for name in SCRIPTS)
     return fill(
         _asset("report.html"),
         {

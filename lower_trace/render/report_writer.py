@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable
 
 from ..model import KernelTrace, RunInfo, to_json
+from .html import block as data_block
 from .html import json_for_script, kernel_steps, kernel_summary, page_head, snapshot_digests, write_pointer
 
 
@@ -85,8 +86,8 @@ class ReportWriter:
             payload = {"steps": kernel_steps(kernel), "snapshots": new, "error": to_json(kernel.error) if kernel.error else None}
             summary = kernel_summary(kernel, block, sorted(refs))
             chunk = (
-                f'<script type="application/octet-stream" class="lt-payload" id="lt-p{block}">{pack(payload)}</script>\n'
-                f'<script type="application/json" class="lt-kernel">{json_for_script(summary)}</script>\n'
+                data_block(pack(payload), "application/octet-stream", "lt-payload", f"lt-p{block}")
+                + data_block(json_for_script(summary), "application/json", "lt-kernel")
             )
             self._open()
             self._append(chunk)
@@ -102,7 +103,7 @@ class ReportWriter:
             if self._fd is None:
                 self._notes.append(text)
                 return
-            self._append(f'<script type="application/json" class="lt-note">{json_for_script(text)}</script>\n')
+            self._append(data_block(json_for_script(text), "application/json", "lt-note"))
 
     def close(self) -> str:
         """Append the end marker (if anything was written) and close the file; returns its absolute path."""
@@ -113,7 +114,7 @@ class ReportWriter:
             if self._fd is None:
                 return self.path
             try:
-                self._append(f'<script type="application/json" id="lt-end">{json_for_script({"kernels": self._blocks})}</script>\n')
+                self._append(data_block(json_for_script({"kernels": self._blocks}), "application/json", ident="lt-end"))
             finally:
                 self._release_fd()
         return self.path
