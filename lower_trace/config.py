@@ -113,9 +113,10 @@ class Config:
     # True when the user named the directory; terminal mode writes to disk only then.
     trace_dir_given: bool = False
     live_filter: LiveFilter = field(default_factory=LiveFilter)
-    filter_error: str = ""  # a TL_LOWER_TRACE_FILTER that could not be read: said once, the view unfiltered
-    origin: str = "env"  # env, api (enable/trace) or cli (lower-trace run)
-    dir_origin: str = "env"  # where trace_dir came from, likewise
+    # Not settings but where they came from: enable() with the same settings is still a no-op.
+    filter_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_FILTER: said once, view unfiltered
+    origin: str = field(default="env", compare=False)  # env, api (enable/trace) or cli (lower-trace run)
+    dir_origin: str = field(default="env", compare=False)  # where trace_dir came from, likewise
 
     @property
     def enabled(self) -> bool:

@@ -121,6 +121,17 @@ def test_a_bad_filter_is_reported_and_ignored_not_fatal():
     assert "TL_LOWER_TRACE_FILTER" in config.filter_error and "not filtered" in config.filter_error
 
 
+def test_where_a_setting_came_from_does_not_make_it_another_setting(monkeypatch):
+    from lower_trace.config import make_config
+
+    monkeypatch.delenv("TL_LOWER_TRACE_DIR", raising=False)
+    from_env = config_from_env({"TL_LOWER_TRACE": "html"})
+    from_api = make_config("html")
+    assert from_env == from_api  # so enable() in a script run with TL_LOWER_TRACE=html keeps the run
+    assert (from_env.mode_setting, from_api.mode_setting) == ("TL_LOWER_TRACE", "mode=")
+    assert from_api.dir_setting == "TL_LOWER_TRACE_DIR" and make_config("html", "d").dir_setting == "trace_dir="
+
+
 def test_term_dumb_means_no_colour_unless_forced():
     assert color_wanted(True, {"TERM": "dumb"}) is False
     assert color_wanted(True, {"TERM": "xterm-256color"}) is True
