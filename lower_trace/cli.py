@@ -385,6 +385,52 @@ def cmd_edits(args: argparse.Namespace) -> int:
     return 0
 
 
+def _selected(arg: str) -> tuple[Trace, list[KernelTrace]]:
+    """RUN[:KERNEL]: a run, script or root folder (its latest run), and optionally a kernel
+    (id, name or number) of it."""
+    path, kernel = arg, None
+    if not os.path.exists(arg) and ":" in arg:
+        path, kernel = arg.rsplit(":", 1)
+    trace = load_trace(path)
+    return trace, _kernels(trace, kernel or None)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """Compare two compiles pass by pass: the first pass that makes them differ, the passes only
+    one ran, the generated sources. Exit status 0 when identical, 1 when they differ."""
+    import json
+
+    from .analysis.compare import Side, compare
+    from .render.compare_view import as_json, render
+
+    for pattern in args.ignore:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise UsageError(f"--ignore {pattern!r} is not a valid regex ({exc})") from None
+    trace_a, kernels_a = _selected(args.a)
+    trace_b, kernels_b = _selected(args.b)
+    if len(kernels_a) != len(kernels_b):
+        raise UsageError(
+            f"{args.a} has {len(kernels_a)} kernels and {args.b} {len(kernels_b)}; pick one of each as RUN:KERNEL "
+            f"(A: {kernel_list(kernels_a)}; B: {kernel_list(kernels_b)})"
+        )
+    color = True if args.color == "always" else False if args.color == "never" else None
+    differ = False
+    results = []
+    for ka, kb in zip(kernels_a, kernels_b):
+        result = compare(Side(ka, trace_a.snapshot), Side(kb, trace_b.snapshot), ignore=args.ignore)
+        differ = differ or not result.identical
+        if args.json:
+            results.append(as_json(result, (trace_a.path, ka), (trace_b.path, kb)))
+        else:
+            render(sys.stdout, result, (trace_a.path, ka), (trace_b.path, kb), color=color, context=args.context)
+    if args.json:
+        json.dump(results if len(results) != 1 else results[0], sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    return 1 if differ else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lower-trace",
@@ -429,6 +475,15 @@ def build_parser() -> argparse.ArgumentParser:
     edits.add_argument("trace", nargs="?", default=default_trace, help="a run folder, a script folder or the trace root (every script in it)")
     edits.add_argument("--reset", metavar="KERNEL", help="return KERNEL's working copies (or one FILE's) to the generated source; edits are kept aside")
     edits.set_defaults(func=cmd_edits)
+
+    diff = sub.add_parser("diff", help="compare two compiles pass by pass", description=cmd_diff.__doc__)
+    diff.add_argument("a", metavar="A", help="RUN or RUN:KERNEL (a run, script or root folder; a kernel id, name or number)")
+    diff.add_argument("b", metavar="B", help="the same for the other compile (also another kernel of the same run)")
+    diff.add_argument("--ignore", action="append", default=[], metavar="REGEX", help="remove matches before comparing (repeatable)")
+    diff.add_argument("--json", action="store_true", help="the comparison as JSON")
+    diff.add_argument("-U", "--context", type=int, default=3, help="lines of context around changes (default 3)")
+    diff.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    diff.set_defaults(func=cmd_diff)
 
     report = sub.add_parser("report", help="write the HTML report of a trace", description=cmd_report.__doc__)
     report.add_argument("trace", nargs="?", default=default_trace, help=trace_help)

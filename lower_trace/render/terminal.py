@@ -177,6 +177,11 @@ class TerminalRenderer:
         if show_diffs and record.status is PassStatus.CHANGED:
             self._diff(before, after)
 
+    def render_diff(self, before: str, after: str) -> None:
+        """A unified diff of two texts, coloured like the pass diffs."""
+        self._diff(before, after)
+        self.stream.flush()
+
     def _diff(self, before: str, after: str) -> None:
         c = self.c
         for hunk in diff.hunks(before, after, self.context):

@@ -1,0 +1,1 @@
+"""Answers from stored traces: pure functions over loaded traces, no TVM needed."""

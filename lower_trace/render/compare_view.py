@@ -1,0 +1,78 @@
+"""The terminal view of a comparison of two compiles (analysis/compare.py), and its JSON."""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+from ..analysis.compare import Comparison
+from ..model import KernelTrace, PassRecord, to_json
+from .terminal import TerminalRenderer, printable
+
+
+def _pass(record: PassRecord | None) -> str:
+    if record is None:
+        return "-"
+    return f"{record.seq} {printable(record.name)} ({printable(record.phase)})"
+
+
+def _kernel(label: str, where: str, kernel: KernelTrace) -> str:
+    return f"{label}: {printable(where)} {kernel.kernel_id} {printable(kernel.name)}  [{printable(kernel.target or '?')}]  {len(kernel.passes)} passes"
+
+
+def render(stream: TextIO, result: Comparison, a: tuple[str, KernelTrace], b: tuple[str, KernelTrace], color: bool | None = None, context: int = 3) -> None:
+    """First divergence first, then the passes only one side ran, then the final sources."""
+    view = TerminalRenderer(stream, color=color, context=context)
+    c = view.c
+    stream.write(_kernel("A", *a) + "\n" + _kernel("B", *b) + "\n")
+    if result.identical:
+        stream.write(c("green", "identical: every aligned pass got and made the same IR, and the generated source is the same") + "\n")
+        return
+    divergence = result.divergence
+    if divergence is None:
+        stream.write("every aligned pass got and made the same IR\n")
+    elif divergence.kind == "input":
+        stream.write(c("bold", "first divergence: the kernels differ before the first pass (other kernels, or other variants)") + "\n")
+        first = next((row for row in result.rows if row.a is not None and row.b is not None), None)
+        if first is not None and first.a is not None and first.b is not None:
+            view.render_diff(result.text(0, first.a.before), result.text(1, first.b.before))
+    elif divergence.kind == "behaves differently" and divergence.a is not None and divergence.b is not None:
+        stream.write(c("bold", f"first divergence: A {_pass(divergence.a)} / B {_pass(divergence.b)} got the same IR and made different IR") + "\n")
+        view.render_diff(result.text(0, divergence.a.after), result.text(1, divergence.b.after))
+    else:
+        side, record = ("A", divergence.a) if divergence.a is not None else ("B", divergence.b)
+        stream.write(c("bold", f"first divergence: {_pass(record)} runs in {side} only and changes the IR") + "\n")
+        if record is not None:
+            reader = 0 if side == "A" else 1
+            view.render_diff(result.text(reader, record.before), result.text(reader, record.after))
+    for label, passes in (("A", result.only_a), ("B", result.only_b)):
+        if passes:
+            stream.write(f"only in {label} ({len(passes)}): " + ", ".join(_pass(p) for p in passes) + "\n")
+    if result.same_source:
+        stream.write("generated source: the same\n")
+    else:
+        stream.write(c("bold", "generated source: differs (A -> B)") + "\n")
+        view.render_diff(*result.sources)
+    stream.flush()
+
+
+def as_json(result: Comparison, a: tuple[str, KernelTrace], b: tuple[str, KernelTrace]) -> dict[str, Any]:
+    """The comparison for tools (the schema is in docs/usage.md, "Comparing two compiles")."""
+
+    def ref(record: PassRecord | None) -> dict[str, Any] | None:
+        return None if record is None else {"seq": record.seq, "name": record.name, "phase": record.phase, "depth": record.depth}
+
+    divergence = result.divergence
+    return {
+        "a": {"run": a[0], "kernel": a[1].kernel_id, "name": a[1].name},
+        "b": {"run": b[0], "kernel": b[1].kernel_id, "name": b[1].name},
+        "identical": result.identical,
+        "divergence": None if divergence is None else {"kind": divergence.kind, "a": ref(divergence.a), "b": ref(divergence.b)},
+        "only_a": [ref(p) for p in result.only_a],
+        "only_b": [ref(p) for p in result.only_b],
+        "same_source": result.same_source,
+        "rows": [
+            {"a": ref(row.a), "b": ref(row.b), "same_input": row.same_input, "same_output": row.same_output,
+             "status": [None if p is None else to_json(p)["status"] for p in (row.a, row.b)]}
+            for row in result.rows
+        ],
+    }
