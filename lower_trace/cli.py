@@ -431,6 +431,52 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 1 if differ else 0
 
 
+def cmd_blame(args: argparse.Namespace) -> int:
+    """Which pass made each line of the IR (the final TIR, or the IR after --ir PASS); with a
+    PATTERN, which pass introduced the lines it matches, which later passes changed them, and
+    which removed them."""
+    from .analysis.blame import blame_lines, final_text, history, pattern_history
+    from .render.terminal import printable
+
+    trace = load_trace(args.trace)
+    kernels = _kernels(trace, args.kernel)
+    if len(kernels) != 1:
+        raise UsageError(f"{trace.path}: blame needs one kernel; pick it by id with -k: {kernel_list(kernels)}")
+    kernel = kernels[0]
+    until = None
+    if args.ir is not None:
+        steps = [s for s in _select_steps(kernels, args.ir)[kernel.kernel_id] if isinstance(s, PassRecord)]
+        if len(steps) != 1:
+            raise UsageError(f"{trace.path}: --ir {args.ir!r} names {len(steps)} passes of kernel {kernel.kernel_id}; name one by number")
+        until = steps[0].seq
+    changes = history(kernel, trace.snapshot, until)
+
+    def who(record: PassRecord | None) -> str:
+        return "(input)" if record is None else f"{record.seq} {printable(record.name)}"
+
+    if args.pattern is not None:
+        try:
+            pattern = re.compile(args.pattern)
+        except re.error as exc:
+            raise UsageError(f"{args.pattern!r} is not a valid regex ({exc})") from None
+        found = pattern_history(changes, pattern)
+        print(f"kernel {kernel.kernel_id} {printable(kernel.name)}: /{printable(args.pattern)}/")
+        if found.introduced is None and not found.present_at_end and found.removed is None:
+            print("  no line of the IR matches, at any pass")
+            return 1
+        print(f"  introduced by  {who(found.introduced) if found.introduced else '(already in the input)'}")
+        print(f"  changed by     {', '.join(who(p) for p in found.changed) or '-'}")
+        matches = sum(1 for line in final_text(changes).splitlines() if pattern.search(line))
+        left = f"- (still there at the end: {matches} line{'s' if matches != 1 else ''})"
+        print(f"  removed by     {who(found.removed) if found.removed else left}")
+        return 0
+    lines = blame_lines(changes)
+    width = min(36, max((len(who(line.by)) for line in lines), default=8))
+    for line in lines:
+        print(f"{who(line.by)[:width]:<{width}} | {printable(line.text)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lower-trace",
@@ -475,6 +521,13 @@ def build_parser() -> argparse.ArgumentParser:
     edits.add_argument("trace", nargs="?", default=default_trace, help="a run folder, a script folder or the trace root (every script in it)")
     edits.add_argument("--reset", metavar="KERNEL", help="return KERNEL's working copies (or one FILE's) to the generated source; edits are kept aside")
     edits.set_defaults(func=cmd_edits)
+
+    blame = sub.add_parser("blame", help="which pass made a line of the IR", description=cmd_blame.__doc__)
+    blame.add_argument("trace", nargs="?", default=default_trace, help=trace_help)
+    blame.add_argument("pattern", nargs="?", metavar="PATTERN", help="a regex: the history of the lines it matches")
+    blame.add_argument("-k", "--kernel", help="kernel id (k1), name or number")
+    blame.add_argument("--ir", metavar="PASS", help="blame the IR after PASS (default: the final TIR)")
+    blame.set_defaults(func=cmd_blame)
 
     diff = sub.add_parser("diff", help="compare two compiles pass by pass", description=cmd_diff.__doc__)
     diff.add_argument("a", metavar="A", help="RUN or RUN:KERNEL (a run, script or root folder; a kernel id, name or number)")

@@ -1,0 +1,140 @@
+"""Blame: which pass made a line of the IR, and which passes touched what a regex finds.
+
+Pure over a stored trace. A kernel's passes nest (a C++ ``Sequential`` runs its passes
+inside the outer one), so the IR's history is read as events in time order: a pass
+starts with the IR it received, its nested passes run, it ends with the IR it made.
+Whatever changed between two events was done by the pass running at that moment,
+the innermost one: between a pass's start and its first nested pass, or after its
+last nested pass, by that pass itself. Lines keep the pass that last changed them
+(git-blame semantics over the chain of those changes).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..model import KernelTrace, PassRecord
+
+TextOf = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One step of the IR's history: `after` made by `by` (None: before any pass) from `before`."""
+
+    by: PassRecord | None
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class BlamedLine:
+    text: str
+    by: PassRecord | None  # the pass that last changed the line; None: it was in the input
+
+
+@dataclass(frozen=True)
+class PatternHistory:
+    """What happened to the lines a regex matches: introduced, changed, removed."""
+
+    introduced: PassRecord | None  # first pass after which there was a match and before which there was none
+    changed: tuple[PassRecord, ...]  # later passes that added or removed matching lines
+    removed: PassRecord | None  # the pass after which no match was left (the last such)
+    present_at_end: bool
+
+
+def history(kernel: KernelTrace, text_of: TextOf, until: int | None = None) -> list[Change]:
+    """The IR's changes in time order, each with the pass that made it; with `until` (a pass
+    seq), up to the end of that pass."""
+    children: dict[int | None, list[PassRecord]] = {}
+    for record in kernel.passes:
+        children.setdefault(record.parent, []).append(record)
+    changes: list[Change] = []
+    current: list[str | None] = [None]
+    done = [False]
+
+    def reach(digest: str, by: PassRecord | None) -> None:
+        if not digest or done[0]:
+            return
+        text = text_of(digest)
+        if current[0] is None:
+            current[0] = text  # the input: where the history starts
+            return
+        if text != current[0]:
+            changes.append(Change(by, current[0], text))
+            current[0] = text
+
+    def visit(record: PassRecord, parent: PassRecord | None) -> None:
+        reach(record.before, parent)  # what changed since the last event: the enclosing pass's work
+        for child in sorted(children.get(record.seq, []), key=lambda p: p.seq):
+            visit(child, record)
+        reach(record.after, record)
+        if until is not None and record.seq == until:
+            done[0] = True
+
+    for top in sorted(children.get(None, []), key=lambda p: p.seq):
+        visit(top, None)
+    if not changes and current[0] is not None:
+        return [Change(None, current[0], current[0])]
+    return changes
+
+
+def final_text(changes: list[Change]) -> str:
+    return changes[-1].after if changes else ""
+
+
+def blame_lines(changes: list[Change]) -> list[BlamedLine]:
+    """Each line of the last IR with the pass that last changed it.
+
+    A pipeline is not always a chain: TileLang filters the split module twice, once
+    for the host and once for the device, so a pass can start from an IR seen before
+    (a change by None). Each IR seen keeps its lines' owners, and a pass's change is
+    diffed against the IR that pass really received."""
+    if not changes:
+        return []
+    first = changes[0].before
+    seen: dict[str, list[PassRecord | None]] = {first: [None] * len(first.splitlines())}
+    lines, owners = first.splitlines(), seen[first]
+    for change in changes:
+        if change.before in seen:
+            lines, owners = change.before.splitlines(), seen[change.before]
+        new = change.after.splitlines()
+        if change.by is None and change.after in seen:
+            lines, owners = new, seen[change.after]
+            continue
+        matcher = difflib.SequenceMatcher(None, lines, new, autojunk=False)
+        kept: list[PassRecord | None] = [change.by] * len(new)
+        for block in matcher.get_matching_blocks():
+            kept[block.b : block.b + block.size] = owners[block.a : block.a + block.size]
+        lines, owners = new, kept
+        seen.setdefault(change.after, owners)
+    return [BlamedLine(text, by) for text, by in zip(lines, owners)]
+
+
+def pattern_history(changes: list[Change], pattern: re.Pattern[str]) -> PatternHistory:
+    """Where the lines matching `pattern` came from, which passes touched them, and which removed them."""
+    introduced: PassRecord | None = None
+    removed: PassRecord | None = None
+    changed: list[PassRecord] = []
+    present = False
+    for change in changes:
+        before = [line for line in change.before.splitlines() if pattern.search(line)]
+        after = [line for line in change.after.splitlines() if pattern.search(line)]
+        present = bool(after)
+        if change.by is None:
+            continue
+        if not before and after:
+            if introduced is None:
+                introduced = change.by
+            else:
+                changed.append(change.by)
+        elif before and not after:
+            removed = change.by
+        elif sorted(before) != sorted(after):
+            changed.append(change.by)
+    if present:
+        removed = None  # removed once, but back by the end: nothing removed them for good
+    return PatternHistory(introduced, tuple(changed), removed, present)
