@@ -110,12 +110,18 @@ class Normaliser:
         return found
 
 
+def short_name(name: str) -> str:
+    """A pass's name without its namespace: versions move passes between them (tir. -> tirx.,
+    AddWrapperForSingleBufStore -> tl.AddWrapperForSingleBufStore)."""
+    return name.rsplit(".", 1)[-1]
+
+
 def _key(record: PassRecord) -> tuple[str, int]:
-    return (record.name, record.depth)
+    return (short_name(record.name), record.depth)
 
 
 def align(a: Sequence[PassRecord], b: Sequence[PassRecord]) -> list[tuple[PassRecord | None, PassRecord | None]]:
-    """The two pass sequences aligned by name and nesting depth, order kept; passes
+    """The two pass sequences aligned by name (without namespace) and nesting depth, order kept; passes
     without a counterpart stand alone (difflib's matching blocks, junk heuristics off)."""
     matcher = difflib.SequenceMatcher(None, [_key(p) for p in a], [_key(p) for p in b], autojunk=False)
     rows: list[tuple[PassRecord | None, PassRecord | None]] = []
