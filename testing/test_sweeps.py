@@ -150,6 +150,18 @@ for variant in kernels.sweep_variants(COUNT):
 """
 
 
+def lowering(*calls):
+    """A user's script that lowers kernels.<call> for each call to CUDA sm_90a source."""
+    lines = "\n".join(f"    tilelang.lower(kernels.{call}, target=target)" for call in calls)
+    return f"""
+import kernels, tilelang
+from tilelang import tvm
+target = tvm.target.Target({{"kind": "cuda", "arch": "sm_90a"}})
+with target:
+{lines}
+"""
+
+
 def lower_trace_lines(stderr):
     return [line for line in stderr.splitlines() if line.startswith("lower-trace:")]
 
@@ -177,14 +189,7 @@ def test_the_live_filter_prints_only_what_it_selects(run_python, tmp_path, tilel
     import lower_trace
     from lower_trace.model import PassStatus
 
-    code = """
-import kernels, tilelang
-from tilelang import tvm
-target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-with target:
-    tilelang.lower(kernels.elementwise_add(), target=target)
-    tilelang.lower(kernels.row_sum(), target=target)
-"""
+    code = lowering("elementwise_add()", "row_sum()")
     env = {
         "TL_LOWER_TRACE": "both",
         "TL_LOWER_TRACE_DIR": str(tmp_path),
@@ -206,13 +211,7 @@ with target:
 
 @pytest.mark.tilelang
 def test_a_bad_filter_warns_once_and_traces_unfiltered(run_python, tmp_path, tilelang):
-    code = """
-import kernels, tilelang
-from tilelang import tvm
-target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-with target:
-    tilelang.lower(kernels.row_sum(), target=target)
-"""
+    code = lowering("row_sum()")
     proc = run_python(code, env={"TL_LOWER_TRACE": "terminal", "TL_LOWER_TRACE_FILTER": "pass=(", "NO_COLOR": "1"})
     warnings = [line for line in proc.stderr.splitlines() if "TL_LOWER_TRACE_FILTER" in line]
     assert len(warnings) == 1 and "not filtered" in warnings[0]

@@ -109,8 +109,8 @@ class TraceRun:
 
     def _write_note(self, text: str) -> None:
         self.append_record("note", Note(text))
-        for listener in self.listeners:
-            self._call(listener.note, text)
+        for listener in list(self.listeners):  # a failing one leaves the list
+            self._call(listener, "note", text)
 
     def edits_fault(self, exc: OSError) -> None:
         root = self.edits.root if self.edits is not None else self.script_dir
@@ -212,22 +212,17 @@ class TraceRun:
                 KernelSummary(kernel.kernel_id, len(kernel.passes), kernel.failed_count, kernel.status is KernelStatus.FAILED)
             )
         text_of = texts.get
-        on_worker = threading.current_thread() is self.worker_thread
         for listener in list(self.listeners):
-            if listener.inline or on_worker:
-                self._call(listener.kernel_finished, kernel, text_of, listener=listener)
-            else:
-                self.worker.submit(lambda listener=listener: self._call(listener.kernel_finished, kernel, text_of, listener=listener))
+            if listener.inline:
+                self._call(listener, "kernel_finished", kernel, text_of)
+            else:  # queued after this kernel's records (also when this runs on the worker itself)
+                self.worker.submit(lambda listener=listener: self._call(listener, "kernel_finished", kernel, text_of))
 
-    @property
-    def worker_thread(self) -> threading.Thread | None:
-        return self.worker._thread
-
-    def _call(self, func: Any, *args: Any, listener: Any = None) -> Any:
+    def _call(self, listener: KernelListener, method: str, *args: Any) -> Any:
         try:
-            return func(*args)
+            return getattr(listener, method)(*args)
         except Exception as exc:
-            self.listener_fault(listener if listener is not None else getattr(func, "__self__", None), exc)
+            self.listener_fault(listener, exc)
             return None
 
     # --- close -------------------------------------------------------------------
@@ -240,8 +235,8 @@ class TraceRun:
         self.worker.close()  # every queued snapshot, record and report block reaches the disk first
         count = len(self.kernel_summaries)
         report = None
-        for listener in self.listeners:
-            named = self._call(listener.close, listener=listener)
+        for listener in list(self.listeners):
+            named = self._call(listener, "close")
             report = report or named
         if self.writer is not None:
             try:

@@ -63,16 +63,14 @@ class ReportListener:
         from .report_writer import ReportWriter
 
         self.writer = ReportWriter(path, run, latest_link=latest_link)
-        self._kernels = 0
 
     def kernel_finished(self, kernel: KernelTrace, text_of: TextOf) -> None:
         self.writer.add_kernel(kernel, text_of)
-        self._kernels += 1
 
     def note(self, text: str) -> None:
         self.writer.add_note(text)
 
     def close(self) -> str | None:
-        if not self._kernels:
+        if not self.writer.kernels:
             return None
         return self.writer.close()
