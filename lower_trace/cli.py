@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import runpy
 import sys
 import time
@@ -13,13 +12,11 @@ from collections.abc import Callable
 from types import CodeType, ModuleType
 
 from . import __version__
+from .cli_answers import cmd_blame, cmd_diff
+from .cli_select import UsageError, kernels_of, no_pass, select_steps, step_name
 from .config import DEFAULT_TRACE_DIR, ENV_DIR, ENV_MODE, MODES, ConfigError, default_trace_dir, parse_mode
-from .model import CodegenRecord, KernelTrace, PassRecord, Trace, kernel_list
+from .model import CodegenRecord, kernel_list
 from .store import TraceDamaged, TraceNotFound, list_runs, load_trace
-
-
-class UsageError(Exception):
-    """Bad input on the command line: one line, exit status 2."""
 
 
 def _fail(message: str) -> int:
@@ -173,74 +170,26 @@ def _report_user_error(exc: BaseException) -> int:
     return 130 if isinstance(exc, KeyboardInterrupt) else 1
 
 
-def _kernels(trace: Trace, key: str | None) -> list[KernelTrace]:
-    if not key:
-        return list(trace.kernels)
-    try:
-        return trace.kernels_for(key)  # a name shared by a sweep's variants selects them all
-    except LookupError as exc:
-        raise UsageError(f"{trace.path}: {exc}") from None
-
-
-def _step_name(step: PassRecord | CodegenRecord) -> str:
-    return step.function if isinstance(step, CodegenRecord) else step.name
-
-
-def _pattern(key: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(key, re.IGNORECASE)
-    except re.error:
-        return None
-
-
-def _select_steps(kernels: list[KernelTrace], key: str) -> dict[str, list[PassRecord | CodegenRecord]]:
-    """The steps PASS names, per kernel: a sequence number; else the exact name; else the name
-    without its namespace (LowerTileOp for tl.LowerTileOp); else a regex searched in the names
-    (case-insensitive). The first of these that matches anything decides, in every kernel alike."""
-    if key.isdigit():
-        return {k.kernel_id: [s for s in k.steps if s.seq == int(key)] for k in kernels}
-    pattern = _pattern(key)
-    tests = (
-        lambda name: name == key,
-        lambda name: name.rsplit(".", 1)[-1] == key,
-        lambda name: pattern is not None and pattern.search(name) is not None,
-    )
-    chosen: dict[str, list[PassRecord | CodegenRecord]] = {}
-    for test in tests:
-        chosen = {k.kernel_id: [s for s in k.steps if test(_step_name(s))] for k in kernels}
-        if any(chosen.values()):
-            break
-    return chosen
-
-
-def _no_pass(trace: Trace, key: str, where: str) -> UsageError:
-    hint = "" if _pattern(key) is not None else f" ({key!r} is not a valid regex either)"
-    return UsageError(
-        f"{trace.path}: no pass {key!r} in {where}{hint}; give a number, a name with or without its prefix"
-        f" (tl.LowerTileOp, LowerTileOp) or a regex; `lower-trace list --passes {trace.path}` lists them"
-    )
-
-
 def cmd_show(args: argparse.Namespace) -> int:
     """Print a stored trace in the terminal: the pass table, the diffs, the generated source."""
     from .render.terminal import TerminalRenderer
 
     trace = load_trace(args.trace)
-    kernels = _kernels(trace, args.kernel)
+    kernels = kernels_of(trace, args.kernel)
     color = True if args.color == "always" else False if args.color == "never" else None
     renderer = TerminalRenderer(sys.stdout, color=color, context=args.context)
     if args.ir is not None:
         if len(kernels) != 1:
             raise UsageError(f"{trace.path}: --ir needs one kernel; pick it by id with -k: {kernel_list(kernels)}")
         kernel = kernels[0]
-        steps = _select_steps(kernels, args.ir)[kernel.kernel_id]
+        steps = select_steps(kernels, args.ir)[kernel.kernel_id]
         if not steps:
-            raise _no_pass(trace, args.ir, f"kernel {kernel.kernel_id} ({kernel.name})")
+            raise no_pass(trace, args.ir, f"kernel {kernel.kernel_id} ({kernel.name})")
         if len(steps) > 1:
-            if len({_step_name(s) for s in steps}) == 1:
-                said, numbers = f"are named {_step_name(steps[0])!r}", ", ".join(str(s.seq) for s in steps)
+            if len({step_name(s) for s in steps}) == 1:
+                said, numbers = f"are named {step_name(steps[0])!r}", ", ".join(str(s.seq) for s in steps)
             else:
-                said, numbers = f"match {args.ir!r}", ", ".join(f"{s.seq} ({_step_name(s)})" for s in steps)
+                said, numbers = f"match {args.ir!r}", ", ".join(f"{s.seq} ({step_name(s)})" for s in steps)
             raise UsageError(f"{trace.path}: {len(steps)} passes of kernel {kernel.kernel_id} {said}; pick one by number: {numbers}")
         step = steps[0]
         digest = step.source if isinstance(step, CodegenRecord) else (step.after or step.before)
@@ -248,9 +197,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     only: dict[str, set[int]] | None = None
     if args.pass_:
-        only = {kernel_id: {s.seq for s in steps} for kernel_id, steps in _select_steps(kernels, args.pass_).items()}
+        only = {kernel_id: {s.seq for s in steps} for kernel_id, steps in select_steps(kernels, args.pass_).items()}
         if not any(only.values()):
-            raise _no_pass(trace, args.pass_, f"kernel {kernels[0].kernel_id} ({kernels[0].name})" if len(kernels) == 1 else "this run")
+            raise no_pass(trace, args.pass_, f"kernel {kernels[0].kernel_id} ({kernels[0].name})" if len(kernels) == 1 else "this run")
     for kernel in kernels:
         if only is not None and not only[kernel.kernel_id]:
             continue  # the pass is not in this kernel: no empty table for it
@@ -385,98 +334,6 @@ def cmd_edits(args: argparse.Namespace) -> int:
     return 0
 
 
-def _selected(arg: str) -> tuple[Trace, list[KernelTrace]]:
-    """RUN[:KERNEL]: a run, script or root folder (its latest run), and optionally a kernel
-    (id, name or number) of it."""
-    path, kernel = arg, None
-    if not os.path.exists(arg) and ":" in arg:
-        path, kernel = arg.rsplit(":", 1)
-    trace = load_trace(path)
-    return trace, _kernels(trace, kernel or None)
-
-
-def cmd_diff(args: argparse.Namespace) -> int:
-    """Compare two compiles pass by pass: the first pass that makes them differ, the passes only
-    one ran, the generated sources. Exit status 0 when identical, 1 when they differ."""
-    import json
-
-    from .analysis.compare import Side, compare
-    from .render.compare_view import as_json, render
-
-    for pattern in args.ignore:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise UsageError(f"--ignore {pattern!r} is not a valid regex ({exc})") from None
-    trace_a, kernels_a = _selected(args.a)
-    trace_b, kernels_b = _selected(args.b)
-    if len(kernels_a) != len(kernels_b):
-        raise UsageError(
-            f"{args.a} has {len(kernels_a)} kernels and {args.b} {len(kernels_b)}; pick one of each as RUN:KERNEL "
-            f"(A: {kernel_list(kernels_a)}; B: {kernel_list(kernels_b)})"
-        )
-    color = True if args.color == "always" else False if args.color == "never" else None
-    differ = False
-    results = []
-    for ka, kb in zip(kernels_a, kernels_b):
-        result = compare(Side(ka, trace_a.snapshot), Side(kb, trace_b.snapshot), ignore=args.ignore)
-        differ = differ or not result.identical
-        if args.json:
-            results.append(as_json(result, (trace_a.path, ka), (trace_b.path, kb)))
-        else:
-            render(sys.stdout, result, (trace_a.path, ka), (trace_b.path, kb), color=color, context=args.context)
-    if args.json:
-        json.dump(results if len(results) != 1 else results[0], sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    return 1 if differ else 0
-
-
-def cmd_blame(args: argparse.Namespace) -> int:
-    """Which pass made each line of the IR (the final TIR, or the IR after --ir PASS); with a
-    PATTERN, which pass introduced the lines it matches, which later passes changed them, and
-    which removed them."""
-    from .analysis.blame import blame_lines, final_text, history, pattern_history
-    from .render.terminal import printable
-
-    trace = load_trace(args.trace)
-    kernels = _kernels(trace, args.kernel)
-    if len(kernels) != 1:
-        raise UsageError(f"{trace.path}: blame needs one kernel; pick it by id with -k: {kernel_list(kernels)}")
-    kernel = kernels[0]
-    until = None
-    if args.ir is not None:
-        steps = [s for s in _select_steps(kernels, args.ir)[kernel.kernel_id] if isinstance(s, PassRecord)]
-        if len(steps) != 1:
-            raise UsageError(f"{trace.path}: --ir {args.ir!r} names {len(steps)} passes of kernel {kernel.kernel_id}; name one by number")
-        until = steps[0].seq
-    changes = history(kernel, trace.snapshot, until)
-
-    def who(record: PassRecord | None) -> str:
-        return "(input)" if record is None else f"{record.seq} {printable(record.name)}"
-
-    if args.pattern is not None:
-        try:
-            pattern = re.compile(args.pattern)
-        except re.error as exc:
-            raise UsageError(f"{args.pattern!r} is not a valid regex ({exc})") from None
-        found = pattern_history(changes, pattern)
-        print(f"kernel {kernel.kernel_id} {printable(kernel.name)}: /{printable(args.pattern)}/")
-        if found.introduced is None and not found.present_at_end and found.removed is None:
-            print("  no line of the IR matches, at any pass")
-            return 1
-        print(f"  introduced by  {who(found.introduced) if found.introduced else '(already in the input)'}")
-        print(f"  changed by     {', '.join(who(p) for p in found.changed) or '-'}")
-        matches = sum(1 for line in final_text(changes).splitlines() if pattern.search(line))
-        left = f"- (still there at the end: {matches} line{'s' if matches != 1 else ''})"
-        print(f"  removed by     {who(found.removed) if found.removed else left}")
-        return 0
-    lines = blame_lines(changes)
-    width = min(36, max((len(who(line.by)) for line in lines), default=8))
-    for line in lines:
-        print(f"{who(line.by)[:width]:<{width}} | {printable(line.text)}")
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lower-trace",
@@ -530,12 +387,13 @@ def build_parser() -> argparse.ArgumentParser:
     blame.set_defaults(func=cmd_blame)
 
     diff = sub.add_parser("diff", help="compare two compiles pass by pass", description=cmd_diff.__doc__)
-    diff.add_argument("a", metavar="A", help="RUN or RUN:KERNEL (a run, script or root folder; a kernel id, name or number)")
+    diff.add_argument("a", metavar="A", help="RUN or RUN:KERNEL (a run, script or root folder; a kernel id, name or number; :KERNEL alone: the default folder)")
     diff.add_argument("b", metavar="B", help="the same for the other compile (also another kernel of the same run)")
     diff.add_argument("--ignore", action="append", default=[], metavar="REGEX", help="remove matches before comparing (repeatable)")
     diff.add_argument("--json", action="store_true", help="the comparison as JSON")
     diff.add_argument("-U", "--context", type=int, default=3, help="lines of context around changes (default 3)")
     diff.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    diff.add_argument("--html", metavar="FILE", help="also write the comparison page to FILE (one offline HTML file)")
     diff.set_defaults(func=cmd_diff)
 
     report = sub.add_parser("report", help="write the HTML report of a trace", description=cmd_report.__doc__)

@@ -7,6 +7,7 @@ when something renders them, never in the compiler's hot path.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -90,3 +91,80 @@ def hunks(before: str, after: str, context: int = 3) -> list[Hunk]:
             )
         )
     return result
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as the page splits them (at line feeds only; no empty last line), where the two must agree."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+# The page's budget (assets/diff.js): past it, a whole replacement is shown instead.
+_MYERS_BUDGET = 4e7
+
+
+def myers(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[tuple[int, int]]:
+    """The (i, j) pairs with a[i] == b[j] that a minimal edit script keeps (Myers' O(ND)).
+
+    The same algorithm, tie-breaks and budget as the page's ``LTDiff.myers``, so the
+    terminal and the report blame and align alike (difflib is not minimal and breaks
+    ties otherwise).
+    """
+    start = 0
+    while start < len(a) and start < len(b) and a[start] == b[start]:
+        start += 1
+    end_a, end_b = len(a), len(b)
+    while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
+        end_a -= 1
+        end_b -= 1
+    head = [(i, i) for i in range(start)]
+    tail = [(i, end_b + (i - end_a)) for i in range(end_a, len(a))]
+    x, y = a[start:end_a], b[start:end_b]
+    n, m = len(x), len(y)
+    if not n or not m:
+        return head + tail
+    limit = n + m
+    offset = limit + 1
+    v = [0] * (2 * limit + 3)
+    trace: list[list[int]] = []
+    found = False
+    for d in range(limit + 1):
+        if d * len(v) > _MYERS_BUDGET:
+            return head + tail
+        trace.append(v[offset - d - 1 : offset + d + 2])  # what the walk back reads: diagonals -d-1..d+1
+        for k in range(-d, d + 1, 2):
+            if k == -d or (k != d and v[offset + k - 1] < v[offset + k + 1]):
+                px = v[offset + k + 1]
+            else:
+                px = v[offset + k - 1] + 1
+            py = px - k
+            while px < n and py < m and x[px] == y[py]:
+                px += 1
+                py += 1
+            v[offset + k] = px
+            if px >= n and py >= m:
+                found = True
+                break
+        if found:
+            break
+    middle: list[tuple[int, int]] = []
+    px, py = n, m
+    for d in range(len(trace) - 1, -1, -1):
+        vd, k = trace[d], px - py
+        base = d + 1  # vd[base + k] is diagonal k
+        prev_k = k + 1 if k == -d or (k != d and vd[base + k - 1] < vd[base + k + 1]) else k - 1
+        prev_x = vd[base + prev_k]
+        prev_y = prev_x - prev_k
+        while px > prev_x and py > prev_y:
+            px -= 1
+            py -= 1
+            middle.append((start + px, start + py))
+        if d > 0:
+            if px == prev_x:
+                py -= 1
+            else:
+                px -= 1
+    middle.reverse()
+    return head + middle + tail

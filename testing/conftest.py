@@ -159,3 +159,29 @@ def lower_trace_cli():
     """The installed console script, next to this interpreter."""
     path = os.path.join(os.path.dirname(sys.executable), "lower-trace")
     return path if os.path.exists(path) else shutil.which("lower-trace")
+
+
+# --- the report in a browser (Debian's chromium, driven by playwright) ---
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not os.path.exists(CHROMIUM) and not os.environ.get("CI"):
+        pytest.skip("Debian chromium is not installed (scripts/test.sh installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api") if not os.environ.get("CI") else __import__("playwright.sync_api").sync_api
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="session")
+def real_trace(tmp_path_factory):
+    pytest.importorskip("tilelang")
+    from lower_trace import load_trace
+    from report_fixtures import real_run
+
+    return load_trace(real_run(str(tmp_path_factory.mktemp("report"))))

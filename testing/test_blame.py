@@ -6,6 +6,7 @@ and for every blamed line, that the pass it is blamed on really added it.
 """
 
 import collections
+import os
 import re
 import subprocess
 
@@ -18,6 +19,7 @@ pytest.importorskip("tilelang")
 
 import kernels  # noqa: E402
 from conftest import lower_trace_cli  # noqa: E402
+from report_fixtures import lcs  # noqa: E402
 
 
 @pytest.fixture
@@ -42,13 +44,6 @@ def innermost_introducer(kernel, trace, pattern):
     made = [p for p in kernel.passes if p.after and not matches(trace.snapshot(p.before), pattern) and matches(trace.snapshot(p.after), pattern)]
     seqs = {p.seq for p in made}
     return next(p for p in made if not any(q.parent == p.seq for q in made if q.seq in seqs))
-
-
-def added_lines(before, after):
-    import difflib
-
-    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
-    return {line[1:] for line in diff if line.startswith("+") and not line.startswith("+++")}
 
 
 def matches(text, pattern):
@@ -89,8 +84,16 @@ def test_every_line_is_blamed_on_a_pass_that_added_it(traced):
         for line in blamed:
             if line.by is None:
                 assert line.text in first_input
-            else:  # the pass it is blamed on added (or moved) that line: its own diff says so
-                assert line.text in added_lines(trace.snapshot(line.by.before), trace.snapshot(line.by.after)), (line.by.name, line.text)
+            else:  # the pass made that line: it is in its output, and brand-new text was not in its input
+                before, after = trace.snapshot(line.by.before).splitlines(), trace.snapshot(line.by.after).splitlines()
+                assert line.text in after, (line.by.name, line.text)
+                if not any(line.text in trace.snapshot(p.after) for p in kernel.passes if p.seq < line.by.seq and p.parent != line.by.seq):
+                    assert line.text not in before
+        # No pass is blamed for more lines than a minimal diff of its own says it added (an LCS computed here).
+        for seq, count in by_pass.items():
+            record = next(p for p in kernel.passes if p.seq == seq)
+            before, after = trace.snapshot(record.before).splitlines(), trace.snapshot(record.after).splitlines()
+            assert count <= len(after) - lcs(before, after), (record.name, count)
 
 
 def test_lower_trace_blame_as_a_user_runs_it(traced):
@@ -112,3 +115,7 @@ def test_lower_trace_blame_as_a_user_runs_it(traced):
     assert nothing.returncode == 1 and "no line of the IR matches" in nothing.stdout
     bad = blame("(")
     assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1
+    # `blame -k gemm REGEX` with the trace in the default folder: the one positional is the regex.
+    env = {**os.environ, "TL_LOWER_TRACE_DIR": os.path.dirname(os.path.dirname(trace.path))}
+    short = subprocess.run([lower_trace_cli(), "blame", "-k", kernel.kernel_id, "tl_shuffle_elect"], capture_output=True, text=True, env=env)
+    assert short.returncode == 0 and short.stdout.splitlines() == out

@@ -81,3 +81,15 @@ def test_the_terminal_keeps_line_breaks_and_neutralises_everything_else(text):
     for original, shown in zip(text.replace("\r\n", "\n").split("\n"), lines):
         if not _UNSAFE.search(original):
             assert shown == original
+
+
+@given(st.lists(st.sampled_from("abc"), max_size=14), st.lists(st.sampled_from("abc"), max_size=14))
+def test_myers_keeps_a_longest_common_subsequence(a, b):
+    """diff.myers (blame's and align's matcher, the page's algorithm) against an LCS computed here."""
+    from lower_trace.diff import myers
+    from report_fixtures import lcs
+
+    pairs = myers(a, b)
+    assert all(a[i] == b[j] for i, j in pairs)
+    assert all(p[0] < q[0] and p[1] < q[1] for p, q in zip(pairs, pairs[1:]))
+    assert len(pairs) == lcs(a, b)

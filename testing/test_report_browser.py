@@ -8,30 +8,7 @@ import pytest
 
 from lower_trace import load_trace
 from lower_trace.model import PassStatus
-from report_fixtures import EVIL_IR, EVIL_NAME, LTLines, Page, hostile_run, lcs, real_run, wait_until
-
-CHROMIUM = "/usr/bin/chromium"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM) and not os.environ.get("CI"):
-        pytest.skip("Debian chromium is not installed (scripts/test.sh installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api") if not os.environ.get("CI") else __import__("playwright.sync_api").sync_api
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
-def real_trace(tmp_path_factory):
-    pytest.importorskip("tilelang")
-    run_dir = real_run(str(tmp_path_factory.mktemp("report")))
-    return load_trace(run_dir)
+from report_fixtures import EVIL_IR, EVIL_NAME, LTLines, Page, hostile_run, lcs, wait_until
 
 
 @pytest.fixture

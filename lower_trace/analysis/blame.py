@@ -11,11 +11,11 @@ last nested pass, by that pass itself. Lines keep the pass that last changed the
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..diff import myers, split_lines
 from ..model import KernelTrace, PassRecord
 
 TextOf = Callable[[str], str]
@@ -96,19 +96,18 @@ def blame_lines(changes: list[Change]) -> list[BlamedLine]:
     if not changes:
         return []
     first = changes[0].before
-    seen: dict[str, list[PassRecord | None]] = {first: [None] * len(first.splitlines())}
-    lines, owners = first.splitlines(), seen[first]
+    seen: dict[str, list[PassRecord | None]] = {first: [None] * len(split_lines(first))}
+    lines, owners = split_lines(first), seen[first]
     for change in changes:
         if change.before in seen:
-            lines, owners = change.before.splitlines(), seen[change.before]
-        new = change.after.splitlines()
+            lines, owners = split_lines(change.before), seen[change.before]
+        new = split_lines(change.after)
         if change.by is None and change.after in seen:
             lines, owners = new, seen[change.after]
             continue
-        matcher = difflib.SequenceMatcher(None, lines, new, autojunk=False)
         kept: list[PassRecord | None] = [change.by] * len(new)
-        for block in matcher.get_matching_blocks():
-            kept[block.b : block.b + block.size] = owners[block.a : block.a + block.size]
+        for i, j in myers(lines, new):  # the page's diff, so the report blames alike
+            kept[j] = owners[i]
         lines, owners = new, kept
         seen.setdefault(change.after, owners)
     return [BlamedLine(text, by) for text, by in zip(lines, owners)]

@@ -20,11 +20,11 @@ first's when they differ (two variants, two kernels), and every match of the
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..diff import myers
 from ..model import CodegenRecord, KernelTrace, PassRecord, PassStatus
 
 TextOf = Callable[[str], str]
@@ -122,15 +122,15 @@ def _key(record: PassRecord) -> tuple[str, int]:
 
 def align(a: Sequence[PassRecord], b: Sequence[PassRecord]) -> list[tuple[PassRecord | None, PassRecord | None]]:
     """The two pass sequences aligned by name (without namespace) and nesting depth, order kept; passes
-    without a counterpart stand alone (difflib's matching blocks, junk heuristics off)."""
-    matcher = difflib.SequenceMatcher(None, [_key(p) for p in a], [_key(p) for p in b], autojunk=False)
+    without a counterpart stand alone. A minimal alignment (Myers), the same the page computes."""
     rows: list[tuple[PassRecord | None, PassRecord | None]] = []
     i = j = 0
-    for block in matcher.get_matching_blocks():
-        rows.extend((a[k], None) for k in range(i, block.a))
-        rows.extend((None, b[k]) for k in range(j, block.b))
-        rows.extend((a[block.a + k], b[block.b + k]) for k in range(block.size))
-        i, j = block.a + block.size, block.b + block.size
+    for pa, pb in [*myers([_key(p) for p in a], [_key(p) for p in b]), (len(a), len(b))]:
+        rows.extend((a[k], None) for k in range(i, pa))
+        rows.extend((None, b[k]) for k in range(j, pb))
+        if pa < len(a):
+            rows.append((a[pa], b[pb]))
+        i, j = pa + 1, pb + 1
     return rows
 
 
@@ -182,9 +182,9 @@ def _same_output(a: PassRecord, b: PassRecord, text: Callable[[int, str], str]) 
 def _sources(side: Side, index: int, text: Callable[[int, str], str]) -> list[tuple[str, str]]:
     """The generated sources of a kernel, device first: what the comparison ends with."""
     steps = sorted(side.kernel.codegen, key=lambda step: (step.role != "device", step.seq))
-    return [(step.role, text(index, _compiled(step))) for step in steps]
+    return [(step.role, text(index, compiled(step))) for step in steps]
 
 
-def _compiled(step: CodegenRecord) -> str:
-    # What codegen made, not a user's edit compiled in its place.
+def compiled(step: CodegenRecord) -> str:
+    """What codegen made (not a user's edit compiled in its place)."""
     return step.generated or step.source

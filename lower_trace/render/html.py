@@ -26,7 +26,7 @@ from ..store import load_trace
 from . import terminal
 
 # What the page's JS is made of, in the order it runs (each its own script element).
-SCRIPTS = ("diff.js", "text.js", "blocks.js", "search.js", "kernels.js", "view.js", "report.js")
+SCRIPTS = ("diff.js", "text.js", "blame.js", "blocks.js", "search.js", "kernels.js", "view.js", "compare.js", "compare_view.js", "report.js")
 PAGE_FORMAT = 2  # 1: one data block + one snapshot pack; 2: append-only kernel blocks
 
 # What each edit status means, for the page. Keyed by override.EditStatus so that a
@@ -42,7 +42,7 @@ EDIT_BADGED = (EditStatus.PATCHED, EditStatus.REGENERATED, EditStatus.CONFLICT)
 
 
 @functools.lru_cache(maxsize=None)
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
     return resources.files("lower_trace.render").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
@@ -108,7 +108,7 @@ def block(body: str, kind: str = "", cls: str = "", ident: str = "") -> str:
     """One script element of the page (assets/block.html): JS when kind is empty, else
     an inert data block of that type. body must already be safe for a script element."""
     attrs = "".join(f' {name}="{value}"' for name, value in (("type", kind), ("class", cls), ("id", ident)) if value)
-    return fill(_asset("block.html"), {"attrs": attrs, "body": body})
+    return fill(asset("block.html"), {"attrs": attrs, "body": body})
 
 
 def page_head(run: RunInfo, notes: list[str] | tuple[str, ...] = ()) -> str:
@@ -116,12 +116,12 @@ def page_head(run: RunInfo, notes: list[str] | tuple[str, ...] = ()) -> str:
     header = to_json(run)
     header["notes"] = [*run.notes, *notes]
     data = {"format": PAGE_FORMAT, "run": header, "rules": page_rules()}
-    scripts = "".join(block(f"\n{_asset(name)}\n") for name in SCRIPTS)
+    scripts = "".join(block(f"\n{asset(name)}\n") for name in SCRIPTS)
     return fill(
-        _asset("report.html"),
+        asset("report.html"),
         {
             "title": escape_text(f"lower-trace: {run.script}"),
-            "css": _asset("report.css"),
+            "css": asset("report.css"),
             "data": json_for_script(data),
             "scripts": scripts,
         },
@@ -214,11 +214,11 @@ def write_pointer(path: str, target: str) -> None:
     """A tiny page at path that opens target (the seed's {dir}/{script}/report.html = latest run)."""
     relative = os.path.relpath(target, os.path.dirname(os.path.abspath(path))).replace(os.sep, "/")
     href = urllib.parse.quote(relative)
-    page = _asset("pointer.html").replace("{{href}}", href)
-    _write_atomically(path, page)
+    page = asset("pointer.html").replace("{{href}}", href)
+    write_atomically(path, page)
 
 
-def _write_atomically(path: str, text: str) -> None:
+def write_atomically(path: str, text: str) -> None:
     """Write to a temporary file and rename it over path; never leave the temporary behind."""
     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:

@@ -13,8 +13,10 @@ async function ltReport() {
     kernel: null, current: null, seq: null, phase: "", regex: null, hits: null,
     hideUnchanged: localStorage.getItem("lt-hide-unchanged") === "1",
     mode: localStorage.getItem("lt-mode") === "unified" ? "unified" : "split",
+    blame: localStorage.getItem("lt-blame") === "1",
+    compare: null, // {a, b, view}: another kernel compared with the open one, in the detail pane
   };
-  const view = LTView.create(state, page.rules);
+  const view = LTView.create(state, page.rules, { select: (seq) => selectStep(seq) });
   const plural = (n, one, many) => `${n} ${n === 1 ? one : many || one + "s"}`;
   const stepsOf = LTBlocks.stepsOf;
 
@@ -113,6 +115,63 @@ async function ltReport() {
     list.appendChild(frag);
   }
 
+  // --- compare with another kernel of the run ------------------------------------------------
+  // The other kernels, variants of the same name first (what an autotune sweep compares).
+  function renderCompareWith(kernel) {
+    const tools = $("kernel-tools"), select = $("compare-with");
+    tools.hidden = kernels.length < 2;
+    if (tools.hidden) return;
+    const others = kernels.filter((k) => k.id !== kernel.id);
+    others.sort((x, y) => (x.name !== kernel.name) - (y.name !== kernel.name));
+    select.replaceChildren(el("option", "", `another kernel… (${others.length})`));
+    select.firstChild.value = "";
+    for (const other of others) {
+      const option = el("option", "", kernelLabel(other));
+      option.value = other.id;
+      select.appendChild(option);
+    }
+    select.value = state.compare ? state.compare.b : "";
+  }
+
+  const kernelLabel = (k) => [`${k.id} ${k.name}`, k.variant || "", k.status !== "ok" ? k.status : ""].filter(Boolean).join(" · ");
+
+  let comparing = 0;
+  // Compares the open kernel (A) with another (B): the rows, first divergence and diffs in the detail pane.
+  async function compareWith(otherId, at) {
+    const a = state.current, summary = kernelById.get(otherId);
+    if (!a || !summary || otherId === a.id) return;
+    const mine = ++comparing;
+    document.body.dataset.loading = "1";
+    let b;
+    try {
+      b = await LTBlocks.open(summary);
+    } catch (err) {
+      delete document.body.dataset.loading;
+      $("detail").replaceChildren(el("p", "error", `The data of kernel ${summary.name} could not be read (${err && err.message ? err.message : err}).`));
+      return;
+    }
+    if (mine !== comparing || state.current !== a) return;
+    const cmp = LTCompare.compare(a, b);
+    state.seq = null;
+    for (const row of $("passes").querySelectorAll(".step.active")) row.classList.remove("active");
+    state.compare = { a: a.id, b: b.id, view: null };
+    state.onSelect = (row) => {
+      const hash = `#${a.id}~${b.id}/${row}`;
+      if (location.hash !== hash) history.replaceState(null, "", hash);
+    };
+    state.compare.view = LTCompareView.create($("detail"), cmp, view, [kernelLabel(a), kernelLabel(b)], state);
+    $("compare-with").value = b.id;
+    state.compare.view.start(at);
+    delete document.body.dataset.loading;
+  }
+
+  function stopComparing() {
+    if (!state.compare) return;
+    state.compare = null;
+    comparing++;
+    $("compare-with").value = "";
+  }
+
   // --- selection and deep links --------------------------------------------------------------
   function defaultSeq(kernel) {
     const pick = stepsOf(kernel).find((s) => s.status === "failed") || kernel.steps.find((s) => s.status === "changed") || kernel.steps[0];
@@ -125,6 +184,7 @@ async function ltReport() {
     const summary = kernelById.get(id);
     if (!summary) return;
     const mine = ++opening;
+    stopComparing();
     state.kernel = id;
     index.setActive(id);
     if (!state.current || state.current.id !== id) {
@@ -146,6 +206,7 @@ async function ltReport() {
     }
     if (mine !== opening) return;
     state.current = kernel;
+    renderCompareWith(kernel);
     renderPhases(kernel);
     renderPasses();
     selectStep(seq !== undefined && stepsOf(kernel).some((s) => s.seq === seq) ? seq : defaultSeq(kernel));
@@ -153,6 +214,7 @@ async function ltReport() {
   }
 
   function selectStep(seq) {
+    stopComparing();
     const kernel = state.current;
     const step = kernel && stepsOf(kernel).find((s) => s.seq === seq);
     state.seq = step ? step.seq : null;
@@ -169,8 +231,19 @@ async function ltReport() {
 
   // Opens the kernel and step the URL names; false if it names none.
   async function fromHash() {
-    const [kernelId, seqText] = decodeURIComponent(location.hash.slice(1)).split("/");
+    const [kernelPart, seqText] = decodeURIComponent(location.hash.slice(1)).split("/");
+    const [kernelId, otherId] = kernelPart.split("~");
     if (!kernelById.has(kernelId)) return false;
+    if (otherId && kernelById.has(otherId)) { // a comparison: #A~B/row
+      const row = seqText === "source" ? "source" : /^\d+$/.test(seqText || "") ? Number(seqText) : undefined;
+      if (state.compare && state.compare.a === kernelId && state.compare.b === otherId) {
+        if (row !== undefined && row !== state.compare.view.current()) state.compare.view.select(row);
+        return true;
+      }
+      await selectKernel(kernelId);
+      await compareWith(otherId, row);
+      return true;
+    }
     await selectKernel(kernelId, seqText === undefined || seqText === "" ? undefined : seqText === "error" ? "error" : Number(seqText));
     return true;
   }
@@ -260,6 +333,11 @@ async function ltReport() {
         if (first) selectKernel(first.dataset.kernel);
       }
     });
+    $("compare-with").addEventListener("change", (event) => {
+      event.target.blur();
+      if (event.target.value) compareWith(event.target.value);
+      else selectStep(defaultSeq(state.current));
+    });
     $("kernel-status").addEventListener("change", (event) => {
       event.target.blur();
       filterKernels();
@@ -291,7 +369,8 @@ async function ltReport() {
     });
     document.addEventListener("keydown", (event) => {
       if (typing(document.activeElement) || event.ctrlKey || event.metaKey || event.altKey) return;
-      if (event.key === "j") move(1, false);
+      if (state.compare && "jkn".includes(event.key)) state.compare.view.move(event.key === "k" ? -1 : 1, event.key === "n");
+      else if (event.key === "j") move(1, false);
       else if (event.key === "k") move(-1, false);
       else if (event.key === "n") move(1, true);
       else if (event.key === "/") { event.preventDefault(); $("search").focus(); }

@@ -11,7 +11,7 @@ const LTView = (() => {
   const statusOf = (step) => (isCodegen(step) ? "codegen" : step.status);
   const titleOf = (step) => (isCodegen(step) ? `${step.role} codegen · ${step.function}` : step.name);
   // Set by create(): the page's state (mode, regex) and the rules Python injected.
-  let state = null, rules = null;
+  let state = null, rules = null, handlers = {};
 
   // --- detail view ------------------------------------------------------------------------------
   // A compiler's message (gcc / nvcc output) keeps its lines: the message is a pre of its own.
@@ -52,17 +52,79 @@ const LTView = (() => {
     return button;
   }
 
-  function irView(text, label) {
+  const marked = (node, text) => (state.regex ? appendMarked(node, text, matchRanges(state.regex, text)) : appendText(node, text));
+
+  // An IR in full. With `blame` ({kernel, seq}: the IR after pass seq) it has a blame toggle:
+  // each line with the pass that last changed it, a click away from that pass's diff.
+  function irView(text, label, blame) {
     const box = el("section", "ir-box");
     const bar = el("div", "toolbar");
     bar.appendChild(el("span", "label", label));
     bar.appendChild(copyButton("copy", text));
     box.appendChild(bar);
-    const pre = el("pre", "ir");
-    if (state.regex) appendMarked(pre, text, matchRanges(state.regex, text));
-    else appendText(pre, text);
-    box.appendChild(pre);
+    const plain = () => marked(el("pre", "ir"), text);
+    let body = plain();
+    box.appendChild(body);
+    if (blame && handlers.select) {
+      const toggle = el("button", "blame-toggle", "blame");
+      toggle.type = "button";
+      toggle.title = "show which pass last changed each line";
+      const show = () => {
+        const next = state.blame ? blameTable(blame.kernel, blame.seq, text) : plain();
+        body.replaceWith(next);
+        body = next;
+        toggle.classList.toggle("on", state.blame);
+        toggle.textContent = state.blame ? "blame: on" : "blame";
+      };
+      toggle.addEventListener("click", () => {
+        state.blame = !state.blame;
+        localStorage.setItem("lt-blame", state.blame ? "1" : "0");
+        show();
+      });
+      bar.appendChild(toggle);
+      if (state.blame) show();
+    }
     return box;
+  }
+
+  const blameCache = new Map();
+  function blameTable(kernel, seq, text) {
+    const key = `${kernel.id}/${seq}`;
+    let lines = blameCache.get(key);
+    if (!lines) {
+      lines = LTBlame.at(kernel, seq);
+      if (blameCache.size >= 50) blameCache.delete(blameCache.keys().next().value);
+      blameCache.set(key, lines);
+    }
+    if (lines.map((l) => l.text).join("\n") !== LTDiff.splitLines(text).join("\n")) {
+      return el("p", "hint", "This IR is not on the pass history's path, so its lines cannot be blamed.");
+    }
+    const table = el("table", "blame");
+    const body = el("tbody");
+    let previous;
+    for (const line of lines) {
+      const tr = el("tr");
+      const seqText = line.by ? String(line.by.seq) : "input";
+      tr.dataset.seq = seqText;
+      const who = el("td", "by");
+      if (line.by !== previous) { // one label per run of lines from the same pass, as git blame tools do
+        if (line.by) {
+          const link = el("button", "blame-by", `#${line.by.seq} ${line.by.name}`);
+          link.type = "button";
+          link.title = `${line.by.name}: show this pass's diff`;
+          link.addEventListener("click", () => handlers.select(line.by.seq));
+          who.appendChild(link);
+        } else {
+          who.appendChild(el("span", "muted", "(input)"));
+        }
+      }
+      previous = line.by;
+      tr.appendChild(who);
+      tr.appendChild(marked(el("td", "code"), line.text));
+      body.appendChild(tr);
+    }
+    table.appendChild(body);
+    return table;
   }
 
   function renderDetail(main, kernel, step) {
@@ -95,7 +157,8 @@ const LTView = (() => {
     if (isCodegen(step)) {
       if (step.edit_status) main.appendChild(editNote(step));
       const panes = el("div", "panes");
-      panes.appendChild(irView(snap(step.tir), "final TIR handed to codegen"));
+      const maker = LTBlame.passMaking(kernel, step.tir);
+      panes.appendChild(irView(snap(step.tir), "final TIR handed to codegen", maker ? { kernel, seq: maker.seq } : null));
       const compiled = step.generated ? `your edited ${step.language} source, compiled (${step.role})` : `generated ${step.language} source (${step.role})`;
       panes.appendChild(irView(snap(step.source), compiled));
       main.appendChild(panes);
@@ -104,10 +167,10 @@ const LTView = (() => {
         main.appendChild(diffView(kernel, { before: step.generated, after: step.source }, { noFullIR: true, names: ["generated", step.edit_path] }));
       }
     } else if (step.status === "changed") {
-      main.appendChild(diffView(kernel, step, { names: [`before ${step.name}`, `after ${step.name}`] }));
+      main.appendChild(diffView(kernel, step, { names: [`before ${step.name}`, `after ${step.name}`], blame: true }));
     } else if (step.status === "unchanged") {
       main.appendChild(el("p", "hint", "This pass left the IR unchanged."));
-      main.appendChild(irView(snap(step.before), "IR (before and after)"));
+      main.appendChild(irView(snap(step.before), "IR (before and after)", { kernel, seq: step.seq }));
     } else {
       main.appendChild(irView(snap(step.before), "the IR this pass received"));
     }
@@ -169,7 +232,7 @@ const LTView = (() => {
       }
       const panes = el("div", "panes");
       panes.appendChild(irView(snap(step.before), "IR before"));
-      panes.appendChild(irView(snap(step.after), "IR after"));
+      panes.appendChild(irView(snap(step.after), "IR after", options.blame ? { kernel, seq: step.seq } : null));
       box.insertBefore(panes, table); // right under the toolbar, in view
       full.textContent = "hide full IR";
     });
@@ -235,10 +298,12 @@ const LTView = (() => {
     if (row.tag === "+" || row.tag === "~") line("+", row.new, words && words[1], null, row.newNo);
   }
 
-  function create(pageState, pageRules) {
+  // pageHandlers.select(seq): open a pass of the shown kernel (blame's links); none, no blame.
+  function create(pageState, pageRules, pageHandlers = {}) {
     state = pageState;
     rules = pageRules;
-    return { renderDetail, rowsOf };
+    handlers = pageHandlers;
+    return { renderDetail, rowsOf, diffView, irView, errorBox };
   }
 
   return { create, msText, statusOf, isCodegen };

@@ -1,0 +1,111 @@
+"""The commands that answer questions about traces: ``diff`` (two compiles pass by pass) and ``blame``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+from .cli_select import UsageError, kernels_of, select_steps, selected
+from .config import default_trace_dir
+from .model import PassRecord, kernel_list
+from .store import load_trace
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """Compare two compiles pass by pass: the first pass that makes them differ, the passes only
+    one ran, the generated sources. Exit status 0 when identical, 1 when they differ."""
+    import json
+
+    from .analysis.compare import Side, compare
+    from .render.compare_view import as_json, render
+
+    for pattern in args.ignore:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise UsageError(f"--ignore {pattern!r} is not a valid regex ({exc})") from None
+    trace_a, kernels_a = selected(args.a)
+    trace_b, kernels_b = selected(args.b)
+    if len(kernels_a) != len(kernels_b):
+        raise UsageError(
+            f"{args.a} has {len(kernels_a)} kernels and {args.b} {len(kernels_b)}; pick one of each as RUN:KERNEL "
+            f"(A: {kernel_list(kernels_a)}; B: {kernel_list(kernels_b)})"
+        )
+    if args.html and len(kernels_a) != 1:
+        raise UsageError(f"--html shows one comparison; pick one kernel of each as RUN:KERNEL (A: {kernel_list(kernels_a)})")
+    color = True if args.color == "always" else False if args.color == "never" else None
+    differ = False
+    results: list[dict] = []
+    pages: list[str] = []
+    for ka, kb in zip(kernels_a, kernels_b):
+        result = compare(Side(ka, trace_a.snapshot), Side(kb, trace_b.snapshot), ignore=args.ignore)
+        differ = differ or not result.identical
+        if args.html:
+            from .render.compare_page import write_compare_page
+
+            try:
+                page = write_compare_page(args.html, result, (trace_a, ka), (trace_b, kb))
+            except OSError as exc:
+                raise UsageError(f"--html {args.html}: cannot write the page ({exc.strerror or exc})") from None
+            pages.append(page)
+        if args.json:
+            results.append(as_json(result, (trace_a.path, ka), (trace_b.path, kb)))
+        else:
+            render(sys.stdout, result, (trace_a.path, ka), (trace_b.path, kb), color=color, context=args.context)
+    if args.json:
+        json.dump(results if len(results) != 1 else results[0], sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    sys.stdout.flush()
+    for page in pages:
+        print(f"comparison page: file://{page}", file=sys.stderr)
+    return 1 if differ else 0
+
+
+def cmd_blame(args: argparse.Namespace) -> int:
+    """Which pass made each line of the IR (the final TIR, or the IR after --ir PASS); with a
+    PATTERN, which pass introduced the lines it matches, which later passes changed them, and
+    which removed them."""
+    from .analysis.blame import blame_lines, final_text, history, pattern_history
+    from .render.terminal import printable
+
+    if args.pattern is None and not os.path.exists(args.trace) and os.sep not in args.trace:
+        args.trace, args.pattern = default_trace_dir(), args.trace  # `blame -k gemm REGEX`: the default folder
+    trace = load_trace(args.trace)
+    kernels = kernels_of(trace, args.kernel)
+    if len(kernels) != 1:
+        raise UsageError(f"{trace.path}: blame needs one kernel; pick it by id with -k: {kernel_list(kernels)}")
+    kernel = kernels[0]
+    until = None
+    if args.ir is not None:
+        steps = [s for s in select_steps(kernels, args.ir)[kernel.kernel_id] if isinstance(s, PassRecord)]
+        if len(steps) != 1:
+            raise UsageError(f"{trace.path}: --ir {args.ir!r} names {len(steps)} passes of kernel {kernel.kernel_id}; name one by number")
+        until = steps[0].seq
+    changes = history(kernel, trace.snapshot, until)
+
+    def who(record: PassRecord | None) -> str:
+        return "(input)" if record is None else f"{record.seq} {printable(record.name)}"
+
+    if args.pattern is not None:
+        try:
+            pattern = re.compile(args.pattern)
+        except re.error as exc:
+            raise UsageError(f"{args.pattern!r} is not a valid regex ({exc})") from None
+        found = pattern_history(changes, pattern)
+        print(f"kernel {kernel.kernel_id} {printable(kernel.name)}: /{printable(args.pattern)}/")
+        if found.introduced is None and not found.present_at_end and found.removed is None:
+            print("  no line of the IR matches, at any pass")
+            return 1
+        print(f"  introduced by  {who(found.introduced) if found.introduced else '(already in the input)'}")
+        print(f"  changed by     {', '.join(who(p) for p in found.changed) or '-'}")
+        matches = sum(1 for line in final_text(changes).splitlines() if pattern.search(line))
+        left = f"- (still there at the end: {matches} line{'s' if matches != 1 else ''})"
+        print(f"  removed by     {who(found.removed) if found.removed else left}")
+        return 0
+    lines = blame_lines(changes)
+    width = min(36, max((len(who(line.by)) for line in lines), default=8))
+    for line in lines:
+        print(f"{who(line.by)[:width]:<{width}} | {printable(line.text)}")
+    return 0
