@@ -226,3 +226,25 @@ def test_compare_with_in_the_run_report(opened, sweep_trace):
     page.locator('#passes .step[data-seq="3"]').click()
     assert page.locator("#detail .cmp").count() == 0 and view.active() == 3
     assert page.locator("#compare-with").input_value() == ""
+
+
+def test_a_failed_pass_shows_its_error_in_the_comparison(opened, real_trace, tmp_path):
+    """The real run's failing kernel (a pass raises) against a kernel that compiles."""
+    failing = next(k for k in real_trace.kernels if any(p.error for p in k.passes))
+    fine = real_trace.kernel("elementwise_add")
+    page_path = str(tmp_path / "failed.html")
+    done = subprocess.run(
+        [lower_trace_cli(), "diff", f"{real_trace.path}:{failing.kernel_id}", f"{real_trace.path}:{fine.kernel_id}", "--html", page_path],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    result = compare(Side(failing, real_trace.snapshot), Side(fine, real_trace.snapshot))
+    row = next(i for i, r in enumerate(result.rows) if r.a is not None and r.a.error is not None)
+    view = opened(page_path, f"#{row}")
+    page = view.page
+    assert page.locator(".cmp-row.active").get_attribute("data-row") == str(row)
+    assert page.locator(".cmp-row.active .cmp-a.failed").count() == 1
+    error = result.rows[row].a.error
+    box = page.locator(".cmp-detail section.error")
+    assert box.locator(".error-type").inner_text() == error.type
+    assert error.message.splitlines()[0] in box.locator("pre.message").inner_text()

@@ -95,7 +95,7 @@ const LTCompareView = (() => {
     const visible = () => all.filter((r) => !hideSame || r.cls !== "same" || (cmp.divergence && r.index === cmp.divergence.row));
 
     function cell(cls, step) {
-      const span = el("span", cls, step ? `${step.seq} ${step.name}` : "");
+      const span = el("span", `${cls}${step && step.status === "failed" ? " failed" : ""}`, step ? `${step.seq} ${step.name}` : "");
       if (step) {
         span.style.paddingLeft = `${(step.depth || 0) * 12}px`;
         span.title = `${step.name} (${step.phase || ""})`;
@@ -137,6 +137,12 @@ const LTCompareView = (() => {
       head.appendChild(el("h2", "", row.a && row.b ? `A ${passText(row.a)} · B ${passText(row.b)}` : `${passText(row.a || row.b)} (${row.a ? "A" : "B"} only)`));
       head.appendChild(el("div", "meta", WHAT[row.cls] + (cmp.divergence && cmp.divergence.row === row.index ? " · the first divergence" : "")));
       detail.appendChild(head);
+      for (const [label, step] of [["A", row.a], ["B", row.b]]) {
+        if (step && step.error) {
+          detail.appendChild(el("h3", "", `${label}: ${step.name} failed`));
+          detail.appendChild(view.errorBox(step.error));
+        }
+      }
       if (!row.a || !row.b) {
         const step = row.a || row.b, s = row.a ? 0 : 1;
         if (step.status === "changed") detail.appendChild(view.diffView(pair, { before: key(s, step.before), after: key(s, step.after) }, { names: [`before ${step.name}`, `after ${step.name}`] }));
