@@ -415,7 +415,14 @@ _python_showwarning = warnings.showwarning
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # `blame DIR -k K REGEX`: argparse takes a command's positionals only before its first option.
+        if getattr(args, "func", None) is cmd_blame and args.pattern is None and len(extra) == 1 and not extra[0].startswith("-"):
+            args.pattern = extra[0]
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         if args.func is cmd_run:
             return cmd_run(args)  # the user's program: its warnings (and exceptions) are its own

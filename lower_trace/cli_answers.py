@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-from .cli_select import UsageError, kernels_of, select_steps, selected
+from .cli_select import UsageError, kernels_of, no_pass, select_steps, selected
 from .config import default_trace_dir
 from .model import PassRecord, kernel_list
 from .store import load_trace
@@ -36,28 +36,31 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.html and len(kernels_a) != 1:
         raise UsageError(f"--html shows one comparison; pick one kernel of each as RUN:KERNEL (A: {kernel_list(kernels_a)})")
     color = True if args.color == "always" else False if args.color == "never" else None
-    differ = False
-    results: list[dict] = []
+    pairs = list(zip(kernels_a, kernels_b))
+    if len(pairs) > 1 and not args.json:
+        print(f"{len(pairs)} pairs, compared in order: " + ", ".join(f"{a.kernel_id}~{b.kernel_id}" for a, b in pairs))
+    results = [(ka, kb, compare(Side(ka, trace_a.snapshot), Side(kb, trace_b.snapshot), ignore=args.ignore)) for ka, kb in pairs]
+    differ = any(not result.identical for _, _, result in results)
     pages: list[str] = []
-    for ka, kb in zip(kernels_a, kernels_b):
-        result = compare(Side(ka, trace_a.snapshot), Side(kb, trace_b.snapshot), ignore=args.ignore)
-        differ = differ or not result.identical
-        if args.html:
-            from .render.compare_page import write_compare_page
+    if args.html:
+        from .render.compare_page import write_compare_page
 
-            try:
-                page = write_compare_page(args.html, result, (trace_a, ka), (trace_b, kb))
-            except OSError as exc:
-                raise UsageError(f"--html {args.html}: cannot write the page ({exc.strerror or exc})") from None
-            pages.append(page)
+        (ka, kb, result), = results
+        try:
+            pages.append(write_compare_page(args.html, result, (trace_a, ka), (trace_b, kb)))
+        except OSError as exc:
+            raise UsageError(f"--html {args.html}: cannot write the page ({exc.strerror or exc})") from None
+    try:
         if args.json:
-            results.append(as_json(result, (trace_a.path, ka), (trace_b.path, kb)))
+            found = [as_json(result, (trace_a.path, ka), (trace_b.path, kb)) for ka, kb, result in results]
+            json.dump(found if len(found) != 1 else found[0], sys.stdout, indent=1)
+            sys.stdout.write("\n")
         else:
-            render(sys.stdout, result, (trace_a.path, ka), (trace_b.path, kb), color=color, context=args.context)
-    if args.json:
-        json.dump(results if len(results) != 1 else results[0], sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    sys.stdout.flush()
+            for ka, kb, result in results:
+                render(sys.stdout, result, (trace_a.path, ka), (trace_b.path, kb), color=color, context=args.context)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head`: the answer still is the exit status
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     for page in pages:
         print(f"comparison page: file://{page}", file=sys.stderr)
     return 1 if differ else 0
@@ -67,7 +70,7 @@ def cmd_blame(args: argparse.Namespace) -> int:
     """Which pass made each line of the IR (the final TIR, or the IR after --ir PASS); with a
     PATTERN, which pass introduced the lines it matches, which later passes changed them, and
     which removed them."""
-    from .analysis.blame import blame_lines, final_text, history, pattern_history
+    from .analysis.blame import blame_lines, final_text, functions, history, pattern_history
     from .render.terminal import printable
 
     if args.pattern is None and not os.path.exists(args.trace) and os.sep not in args.trace:
@@ -78,12 +81,22 @@ def cmd_blame(args: argparse.Namespace) -> int:
         raise UsageError(f"{trace.path}: blame needs one kernel; pick it by id with -k: {kernel_list(kernels)}")
     kernel = kernels[0]
     until = None
+    steps: list[PassRecord] = []
     if args.ir is not None:
         steps = [s for s in select_steps(kernels, args.ir)[kernel.kernel_id] if isinstance(s, PassRecord)]
-        if len(steps) != 1:
-            raise UsageError(f"{trace.path}: --ir {args.ir!r} names {len(steps)} passes of kernel {kernel.kernel_id}; name one by number")
+        if not steps:
+            raise no_pass(trace, args.ir, f"kernel {kernel.kernel_id} ({kernel.name}, passes 0-{len(kernel.passes) - 1})")
+        if len(steps) > 1:
+            numbers = ", ".join(f"{s.seq} ({s.name})" for s in steps[:12]) + (", ..." if len(steps) > 12 else "")
+            raise UsageError(f"{trace.path}: --ir {args.ir!r} names {len(steps)} passes of kernel {kernel.kernel_id}; pick one by number: {numbers}")
         until = steps[0].seq
     changes = history(kernel, trace.snapshot, until)
+    if until is not None and changes and final_text(changes) != trace.snapshot(steps[0].after or steps[0].before):
+        names = ", ".join(sorted(functions(trace.snapshot(steps[0].before)))) or "?"
+        raise UsageError(
+            f"{trace.path}: pass {until} {steps[0].name} worked on another module ({names}), not the kernel's IR, so its lines have "
+            f"no place in the kernel's history; `lower-trace show {trace.path} -k {kernel.kernel_id} -p {until}` shows its diff"
+        )
 
     def who(record: PassRecord | None) -> str:
         return "(input)" if record is None else f"{record.seq} {printable(record.name)}"

@@ -68,6 +68,10 @@ class PassRecord:
     after: str = ""  # snapshot digest of the IR it returned ("" when it failed)
     ms: float = 0.0
     error: ErrorInfo | None = None
+    # Digest of the IR it received as TVM's JSON (ir.jsonl): kept for a failed pass, for every
+    # pass with TL_LOWER_TRACE_REPLAY=1; what a reproducer and `lower-trace replay` load.
+    input: str = ""
+    repro: str = ""  # the folder of the reproducer written for this failed pass
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,8 @@ class KernelStart:
     target: str = ""
     entry: str = ""
     pass_configs: dict[str, str] = field(default_factory=dict)
+    # What a pass needs to run again alone: the target as TVM's JSON, the typed pass configs.
+    context: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,7 @@ class KernelTrace:
     target: str = ""
     entry: str = ""  # the compile entry point: lower, jit, ...
     pass_configs: dict[str, str] = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)  # as KernelStart.context
     status: KernelStatus = KernelStatus.RUNNING
     ms: float = 0.0
     passes: tuple[PassRecord, ...] = ()
@@ -167,9 +174,14 @@ class Trace:
     kernels: tuple[KernelTrace, ...]
     read_snapshot: Callable[[str], str] = field(repr=False, compare=False, default=lambda digest: "")
     format: int = 1
+    read_ir: Callable[[str], str] = field(repr=False, compare=False, default=lambda digest: "")
 
     def snapshot(self, digest: str) -> str:
         return self.read_snapshot(digest) if digest else ""
+
+    def ir_json(self, digest: str) -> str:
+        """The TVM JSON of a pass's input (PassRecord.input); "" where it was not kept."""
+        return self.read_ir(digest) if digest else ""
 
     def kernel(self, key: str) -> KernelTrace:
         """Find a kernel by id (k1), by name, or by 1-based index; LookupError if none or ambiguous."""

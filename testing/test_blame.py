@@ -119,3 +119,23 @@ def test_lower_trace_blame_as_a_user_runs_it(traced):
     env = {**os.environ, "TL_LOWER_TRACE_DIR": os.path.dirname(os.path.dirname(trace.path))}
     short = subprocess.run([lower_trace_cli(), "blame", "-k", kernel.kernel_id, "tl_shuffle_elect"], capture_output=True, text=True, env=env)
     assert short.returncode == 0 and short.stdout.splitlines() == out
+
+
+def test_no_pass_is_blamed_for_more_than_it_added_at_any_point(traced):
+    """At every pass P (blame --ir P), the lines blamed on P are at most what P's own diff adds (an
+    LCS computed here). GEMM's tl.LowerTileOp runs nested passes on a helper module (_gemm_ssr):
+    they are not the kernel's history, and must not make its lines look new."""
+    kernel, trace = traced(kernels.gemm())
+    helper_passes = [p for p in kernel.passes if p.depth and "_gemm_ssr" in trace.snapshot(p.before)]
+    assert helper_passes  # the case this test is about is really there
+    for record in kernel.passes:
+        if record.status.value != "changed" or record in helper_passes:
+            continue
+        blamed = blame_lines(history(kernel, trace.snapshot, record.seq))
+        assert [line.text for line in blamed] == trace.snapshot(record.after).splitlines(), record.name
+        mine = sum(1 for line in blamed if line.by is not None and line.by.seq == record.seq)
+        before, after = trace.snapshot(record.before).splitlines(), trace.snapshot(record.after).splitlines()
+        assert mine <= len(after) - lcs(before, after), (record.seq, record.name, mine)
+    # A pass that worked on the helper module has no place in the kernel's IR history: blame says so.
+    done = subprocess.run([lower_trace_cli(), "blame", trace.path, "--ir", str(helper_passes[0].seq)], capture_output=True, text=True)
+    assert done.returncode == 2 and "another module" in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr

@@ -125,13 +125,14 @@ def test_diff_html_page_opens_on_the_first_divergence(opened, sweep_trace, tmp_p
     )
     assert [a for a, _ in columns if a] == [f"{p.seq} {p.name}" for p in sweep_trace.kernel("k1").passes]
     assert [b for _, b in columns if b] == [f"{p.seq} {p.name}" for p in sweep_trace.kernel("k3").passes]
-    # n: the next row that differs; j / k: the next and previous row.
+    # n: the next row where a pass behaves differently or runs on one side; j / k: next and previous row.
     differing = [i for i, row in enumerate(result.rows) if not (row.a and row.b and row.same_input and row.same_output)]
+    telling = [i for i, row in enumerate(result.rows) if row.one_sided or (row.same_input and not row.same_output)]
     view.press("n")
-    assert active.get_attribute("data-row") == str(next(i for i in differing if i > divergence.row))
+    assert active.get_attribute("data-row") == str(next(i for i in telling if i > divergence.row))
     view.press("k")
     view.press("k")
-    assert active.get_attribute("data-row") == str(next(i for i in differing if i > divergence.row) - 2)
+    assert active.get_attribute("data-row") == str(next(i for i in telling if i > divergence.row) - 2)
     # A row that behaves the same shows one IR; a pair whose outputs differ shows A against B.
     same = next(i for i, row in enumerate(result.rows) if row.a and row.b and row.same_output)
     page.locator(f'.cmp-row[data-row="{same}"]').click()

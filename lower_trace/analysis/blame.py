@@ -5,7 +5,8 @@ inside the outer one), so the IR's history is read as events in time order: a pa
 starts with the IR it received, its nested passes run, it ends with the IR it made.
 Whatever changed between two events was done by the pass running at that moment,
 the innermost one: between a pass's start and its first nested pass, or after its
-last nested pass, by that pass itself. Lines keep the pass that last changed them
+last nested pass, by that pass itself. A nested pass that works on another module (a
+helper the enclosing pass built: no function in common) is not part of the history. Lines keep the pass that last changed them
 (git-blame semantics over the chain of those changes).
 """
 
@@ -46,6 +47,21 @@ class PatternHistory:
     present_at_end: bool
 
 
+_FUNCTION = re.compile(r"^\s*def (\w+)\(", re.MULTILINE)
+
+
+def functions(text: str) -> set[str]:
+    """The names of the functions a TVMScript module defines."""
+    return set(_FUNCTION.findall(text))
+
+
+def on_another_module(text: str, current: str) -> bool:
+    """A nested pass's input that shares no function with the IR so far: a pass may build a helper
+    module and run passes on it (TileLang lowers a gemm through one), which is not this IR."""
+    mine, theirs = functions(current), functions(text)
+    return bool(mine and theirs) and mine.isdisjoint(theirs)
+
+
 def history(kernel: KernelTrace, text_of: TextOf, until: int | None = None) -> list[Change]:
     """The IR's changes in time order, each with the pass that made it; with `until` (a pass
     seq), up to the end of that pass."""
@@ -68,6 +84,8 @@ def history(kernel: KernelTrace, text_of: TextOf, until: int | None = None) -> l
             current[0] = text
 
     def visit(record: PassRecord, parent: PassRecord | None) -> None:
+        if parent is not None and current[0] is not None and on_another_module(text_of(record.before), current[0]):
+            return  # a pass run on a helper module (tl.LowerTileOp's on _gemm_ssr): not this IR's history
         reach(record.before, parent)  # what changed since the last event: the enclosing pass's work
         for child in sorted(children.get(record.seq, []), key=lambda p: p.seq):
             visit(child, record)

@@ -110,6 +110,18 @@ class Normaliser:
         return found
 
 
+def configs_of(kernel: KernelTrace) -> dict[str, object]:
+    """The pass configs a kernel was compiled under (typed where the trace has them)."""
+    typed = kernel.context.get("configs") if isinstance(kernel.context, dict) else None
+    return dict(typed) if isinstance(typed, dict) else dict(kernel.pass_configs)
+
+
+def config_difference(a: KernelTrace, b: KernelTrace) -> dict[str, tuple[object, object]]:
+    """{config: (A's value, B's value)} where the two compiles' pass configs differ (None: not set)."""
+    ca, cb = configs_of(a), configs_of(b)
+    return {key: (ca.get(key), cb.get(key)) for key in sorted({*ca, *cb}) if ca.get(key) != cb.get(key)}
+
+
 def short_name(name: str) -> str:
     """A pass's name without its namespace: versions move passes between them (tir. -> tirx.,
     AddWrapperForSingleBufStore -> tl.AddWrapperForSingleBufStore)."""

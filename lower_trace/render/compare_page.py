@@ -14,6 +14,7 @@ from typing import Any
 from ..analysis.compare import Comparison, compiled
 from ..model import KernelTrace, PassRecord, Trace, to_json
 from .html import asset, block, escape_text, fill, json_for_script, page_rules, write_atomically
+from .compare_view import config_text
 from .report_writer import pack
 
 # The page's JS, in the order it runs: the report's text, diff and view code, then the comparison's.
@@ -48,6 +49,7 @@ def comparison_data(result: Comparison, a: KernelTrace, b: KernelTrace) -> dict[
         "divergence": None if divergence is None else {"kind": divergence.kind, "row": divergence.row},
         "same_source": result.same_source,
         "identical": result.identical,
+        "configs": config_text(a, b),
         "sources": _paired_sources(result, a, b),
         "texts": texts,
         "a": {"id": a.kernel_id, "name": a.name, "target": a.target, "passes": len(a.passes)},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from ..analysis.compare import Comparison
+from ..analysis.compare import Comparison, config_difference
 from ..model import KernelTrace, PassRecord, to_json
 from .terminal import TerminalRenderer, printable
 
@@ -19,11 +19,20 @@ def _kernel(label: str, where: str, kernel: KernelTrace) -> str:
     return f"{label}: {printable(where)} {kernel.kernel_id} {printable(kernel.name)}  [{printable(kernel.target or '?')}]  {len(kernel.passes)} passes"
 
 
+def config_text(a: KernelTrace, b: KernelTrace) -> str:
+    """'tl.disable_shuffle_elect: A unset, B True' for each config the two compiles differ in."""
+    shown = lambda value: "unset" if value is None else str(value)  # noqa: E731
+    return "; ".join(f"{key}: A {shown(va)}, B {shown(vb)}" for key, (va, vb) in config_difference(a, b).items())
+
+
 def render(stream: TextIO, result: Comparison, a: tuple[str, KernelTrace], b: tuple[str, KernelTrace], color: bool | None = None, context: int = 3) -> None:
     """First divergence first, then the passes only one side ran, then the final sources."""
     view = TerminalRenderer(stream, color=color, context=context)
     c = view.c
     stream.write(_kernel("A", *a) + "\n" + _kernel("B", *b) + "\n")
+    configs = config_text(a[1], b[1])
+    if configs:
+        stream.write(f"pass configs differ: {printable(configs)}\n")
     if result.identical:
         stream.write(c("green", "identical: every aligned pass got and made the same IR, and the generated source is the same") + "\n")
         return
@@ -70,6 +79,7 @@ def as_json(result: Comparison, a: tuple[str, KernelTrace], b: tuple[str, Kernel
         "only_a": [ref(p) for p in result.only_a],
         "only_b": [ref(p) for p in result.only_b],
         "same_source": result.same_source,
+        "configs": {key: {"a": va, "b": vb} for key, (va, vb) in config_difference(a[1], b[1]).items()},
         "rows": [
             {"a": ref(row.a), "b": ref(row.b), "same_input": row.same_input, "same_output": row.same_output,
              "status": [None if p is None else to_json(p)["status"] for p in (row.a, row.b)]}

@@ -20,6 +20,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from ..analysis.compare import configs_of
 from ..edit_outcome import EditStatus
 from ..model import CodegenRecord, KernelTrace, RunInfo, to_json
 from ..store import load_trace
@@ -171,6 +172,7 @@ def kernel_summary(kernel: KernelTrace, block: int, refs: list[int]) -> dict[str
         "steps": len(kernel.passes) + len(kernel.codegen),
         "error": error,
         "edits": edits,
+        "configs": configs_of(kernel),
         "block": block,
         "refs": refs,
     }

@@ -5,6 +5,16 @@
 // received, its nested passes run, it ends with the IR it made -- and a change between two
 // events belongs to the innermost pass running then. Lines keep the pass that last changed them.
 const LTBlame = (() => {
+  // The functions a TVMScript module defines; a nested pass whose input shares none with the IR
+  // so far works on a helper module the enclosing pass built (blame.py's on_another_module).
+  const functions = (text) => new Set([...text.matchAll(/^\s*def (\w+)\(/gm)].map((m) => m[1]));
+  function onAnotherModule(text, current) {
+    const mine = functions(current), theirs = functions(text);
+    if (!mine.size || !theirs.size) return false;
+    for (const name of theirs) if (mine.has(name)) return false;
+    return true;
+  }
+
   // [{by, before, after}] in time order, by = the pass step (null: before any pass); up to the end of pass `until`.
   function history(steps, snap, until) {
     const children = new Map();
@@ -24,6 +34,7 @@ const LTBlame = (() => {
       if (text !== current) { changes.push({ by, before: current, after: text }); current = text; }
     };
     const visit = (step, parent) => {
+      if (parent && current !== null && onAnotherModule(snap(step.before), current)) return; // a helper module's pass
       reach(step.before, parent);
       for (const child of children.get(step.seq) || []) visit(child, step);
       reach(step.after, step);

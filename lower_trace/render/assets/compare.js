@@ -68,11 +68,19 @@ const LTCompare = (() => {
     const sameSource = compiled(sourcesOf(kernelA), 0) === compiled(sourcesOf(kernelB), 1);
     if (!divergence && !sameSource && lastOneSided) divergence = { kind: "one-sided", ...lastOneSided };
     return {
+      configs: configText(kernelA.configs || {}, kernelB.configs || {}),
       a: { id: kernelA.id, name: kernelA.name, target: kernelA.target, passes: passesOf(kernelA).length },
       b: { id: kernelB.id, name: kernelB.name, target: kernelB.target, passes: passesOf(kernelB).length },
       rows, divergence, sameSource, identical: !divergence && sameSource, text,
       sources: sources.map(([role, sa, sb]) => [role, sa ? text(0, sa) : null, sb ? text(1, sb) : null]),
     };
+  }
+
+  // "key: A unset, B True; …" for each pass config the two differ in (compare_view.config_text).
+  function configText(a, b) {
+    const shown = (v) => (v === undefined || v === null ? "unset" : typeof v === "boolean" ? (v ? "True" : "False") : String(v));
+    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
+    return keys.filter((k) => shown(a[k]) !== shown(b[k])).map((k) => `${k}: A ${shown(a[k])}, B ${shown(b[k])}`).join("; ");
   }
 
   // [[role, digestA, digestB]]: the generated sources of the two sides, paired by role, device first.
@@ -89,7 +97,7 @@ const LTCompare = (() => {
     const text = (side, digest) => (digest && has.call(texts[side], digest) ? texts[side][digest] : "");
     const rows = data.rows.map((row) => ({ a: row.a, b: row.b, sameInput: row.same_input, sameOutput: row.same_output }));
     const divergence = data.divergence && { kind: data.divergence.kind, row: data.divergence.row, a: data.divergence.row >= 0 ? rows[data.divergence.row].a : null, b: data.divergence.row >= 0 ? rows[data.divergence.row].b : null };
-    return { a: data.a, b: data.b, rows, divergence, sameSource: data.same_source, identical: data.identical, text, sources: data.sources };
+    return { configs: data.configs || "", a: data.a, b: data.b, rows, divergence, sameSource: data.same_source, identical: data.identical, text, sources: data.sources };
   }
 
   return { compare, fromData, align, shortName };

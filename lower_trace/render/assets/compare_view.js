@@ -52,6 +52,7 @@ const LTCompareView = (() => {
     const summary = el("div", "cmp-summary");
     summary.appendChild(el("div", "cmp-side", `A: ${labels[0]}`));
     summary.appendChild(el("div", "cmp-side", `B: ${labels[1]}`));
+    if (cmp.configs) summary.appendChild(el("div", "cmp-configs", `pass configs differ: ${cmp.configs}`));
     const verdictLine = el("div", `cmp-verdict ${cmp.identical ? "identical" : "differs"}`, verdict(cmp));
     summary.appendChild(verdictLine);
     if (cmp.divergence && cmp.divergence.row >= 0) {
@@ -191,7 +192,8 @@ const LTCompareView = (() => {
       if (typeof state.onSelect === "function") state.onSelect(index);
     }
 
-    // j / k: next / previous row; n: next row that differs.
+    // j / k: next / previous row; n: the next row where a pass behaves differently or runs on one
+    // side only (rows that only got other input follow from an earlier one), or the sources.
     function move(delta, onlyDiffering) {
       const order = [...visible().map((r) => r.index), SOURCE];
       let at = order.indexOf(current);
@@ -200,7 +202,7 @@ const LTCompareView = (() => {
         if (at < 0 || at >= order.length) return;
         const key = order[at];
         if (!onlyDiffering) break;
-        if (key === SOURCE ? !cmp.sameSource : all[key].cls !== "same") break;
+        if (key === SOURCE ? !cmp.sameSource : !["same", "input-differs"].includes(all[key].cls)) break;
       }
       select(order[at]);
     }
