@@ -2,6 +2,8 @@
 
     python benchmarks/overhead.py [--repeat 7] [--kernels gemm,elementwise]
 
+(The "replay" row is TL_LOWER_TRACE_REPLAY=1: the cost of keeping every pass's input.)
+
 For each kernel, the configurations take turns (one warm-up round, then
 --repeat rounds) and the median of each is reported (CUDA source for sm_90a, generated on the CPU). Prints the
 ratio to the untraced median and the bytes each tracer leaves on disk for one
@@ -55,6 +57,11 @@ def configurations() -> list[Config]:
 
     configs.append(Config("lower-trace terminal", start=lambda d: lower_trace.enable(mode="terminal"), stop=lower_trace.disable, settle=settle))
     configs.append(Config("lower-trace html", start=lambda d: lower_trace.enable(mode="html", trace_dir=d), stop=lower_trace.disable, settle=settle))
+    # TL_LOWER_TRACE_REPLAY=1: every pass's input also kept as TVM JSON, on disk before the pass runs.
+    def start_replay(trace_dir: str) -> None:
+        lower_trace.enable(mode="html", trace_dir=trace_dir, replay=True)
+
+    configs.append(Config("lower-trace html + replay", start=start_replay, stop=lower_trace.disable, settle=settle))
     try:
         from tilelang.tools import lower_trace as builtin
     except ImportError:

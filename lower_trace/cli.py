@@ -13,6 +13,7 @@ from types import CodeType, ModuleType
 
 from . import __version__
 from .cli_answers import cmd_blame, cmd_diff
+from .cli_rerun import add_parsers as add_rerun_parsers
 from .cli_select import UsageError, kernels_of, no_pass, select_steps, step_name
 from .config import DEFAULT_TRACE_DIR, ENV_DIR, ENV_MODE, MODES, ConfigError, default_trace_dir, parse_mode
 from .model import CodegenRecord, kernel_list
@@ -395,6 +396,8 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     diff.add_argument("--html", metavar="FILE", help="also write the comparison page to FILE (one offline HTML file)")
     diff.set_defaults(func=cmd_diff)
+
+    add_rerun_parsers(sub, default_trace, trace_help)
 
     report = sub.add_parser("report", help="write the HTML report of a trace", description=cmd_report.__doc__)
     report.add_argument("trace", nargs="?", default=default_trace, help=trace_help)

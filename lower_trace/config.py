@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 ENV_MODE = "TL_LOWER_TRACE"
 ENV_DIR = "TL_LOWER_TRACE_DIR"
 ENV_FILTER = "TL_LOWER_TRACE_FILTER"
+ENV_REPLAY = "TL_LOWER_TRACE_REPLAY"
 DEFAULT_TRACE_DIR = os.path.join(".", "tmp", "lower_trace_dir")
 
 MODES = ("terminal", "html", "both")
@@ -52,6 +53,18 @@ def parse_mode(value: str | None) -> str | None:
         f"{ENV_MODE}={value!r} is not a valid mode; use one of "
         f"{', '.join(MODES)}, 1/on/true/yes (= html) or 0/off/false/no (off)"
     )
+
+
+def parse_switch(name: str, value: str | None) -> bool:
+    """An on/off variable: 1/on/true/yes or 0/off/false/no (unset: off); ConfigError otherwise."""
+    if value is None or not value.strip():
+        return False
+    text = value.strip().lower()
+    if text in _TRUTHY:
+        return True
+    if text in _FALSY:
+        return False
+    raise ConfigError(f"{name}={value!r} is not understood; use 1/on/true/yes or 0/off/false/no")
 
 
 @dataclass(frozen=True)
@@ -113,6 +126,9 @@ class Config:
     # True when the user named the directory; terminal mode writes to disk only then.
     trace_dir_given: bool = False
     live_filter: LiveFilter = field(default_factory=LiveFilter)
+    # Keep every pass's input as TVM JSON, on disk before the pass runs (lower-trace replay; hard crashes).
+    replay: bool = False
+    replay_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_REPLAY: said once
     # Not settings but where they came from: enable() with the same settings is still a no-op.
     filter_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_FILTER: said once, view unfiltered
     origin: str = field(default="env", compare=False)  # env, api (enable/trace) or cli (lower-trace run)
@@ -150,11 +166,14 @@ def config_from_env(environ: Mapping[str, str] | None = None, origin: str = "env
     mode = parse_mode(env.get(ENV_MODE))
     raw_dir = env.get(ENV_DIR, "").strip()
     live_filter, filter_error = _filter_from(env)
+    replay, replay_error = _replay_from(env)
     return Config(
         mode=mode,
         trace_dir=raw_dir or DEFAULT_TRACE_DIR,
         trace_dir_given=bool(raw_dir),
         live_filter=live_filter,
+        replay=replay,
+        replay_error=replay_error,
         filter_error=filter_error,
         origin=origin,
         dir_origin=dir_origin,
@@ -169,16 +188,27 @@ def _filter_from(env: Mapping[str, str]) -> tuple[LiveFilter, str]:
         return LiveFilter(), f"{exc}; the live view is not filtered"
 
 
+def _replay_from(env: Mapping[str, str]) -> tuple[bool, str]:
+    """A bad TL_LOWER_TRACE_REPLAY costs no trace either: reported once, replay stays off."""
+    try:
+        return parse_switch(ENV_REPLAY, env.get(ENV_REPLAY)), ""
+    except ConfigError as exc:
+        return False, f"{exc}; passes are traced without replay inputs"
+
+
 def default_trace_dir() -> str:
     """TL_LOWER_TRACE_DIR, or ./tmp/lower_trace_dir."""
     return os.environ.get(ENV_DIR, "").strip() or DEFAULT_TRACE_DIR
 
 
-def make_config(mode: str | None = "html", trace_dir: str | os.PathLike | None = None) -> Config:
-    """Build a Config for the Python API; an unset trace_dir falls back to the environment."""
+def make_config(mode: str | None = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None) -> Config:
+    """Build a Config for the Python API; an unset trace_dir (or replay) falls back to the environment."""
     parsed = parse_mode(mode) if mode is not None else None
     live_filter, filter_error = _filter_from(os.environ)
-    base = Config(mode=parsed, live_filter=live_filter, filter_error=filter_error, origin="api")
+    replay_error = ""
+    if replay is None:
+        replay, replay_error = _replay_from(os.environ)
+    base = Config(mode=parsed, live_filter=live_filter, filter_error=filter_error, origin="api", replay=bool(replay), replay_error=replay_error)
     if trace_dir is not None:
         return replace(base, trace_dir=os.fspath(trace_dir), trace_dir_given=True, dir_origin="api")
     # The folder comes from the environment (or the default): messages name TL_LOWER_TRACE_DIR for it.

@@ -51,6 +51,9 @@ class RunInfo:
     notes: tuple[str, ...] = ()
 
 
+CRASHED = "the process ended while this pass ran (a hard crash: abort, segfault, or kill)"
+
+
 @dataclass(frozen=True)
 class PassRecord:
     """One compiler pass as it ran on one kernel."""
@@ -72,6 +75,11 @@ class PassRecord:
     # pass with TL_LOWER_TRACE_REPLAY=1; what a reproducer and `lower-trace replay` load.
     input: str = ""
     repro: str = ""  # the folder of the reproducer written for this failed pass
+
+    @property
+    def crashed(self) -> bool:
+        """The pass that was running when the process died (known to replay-enabled traces)."""
+        return self.error is not None and self.error.type == "Crashed" and self.error.message == CRASHED
 
 
 @dataclass(frozen=True)

@@ -25,20 +25,25 @@ keeps reading every older version, see testing/fixtures):
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
 import threading
 import time
 import warnings
-from collections.abc import Iterator
-from dataclasses import fields
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import fields, replace
 from typing import Any
 
 from .model import (
+    CRASHED,
     ErrorInfo,
     KernelStatus,
     KernelTrace,
+    PassRecord,
+    PassStatus,
     RunInfo,
     Trace,
     codegen_from_json,
@@ -50,6 +55,8 @@ from .model import (
 FORMAT_VERSION = 1
 MANIFEST = "trace.jsonl"
 SNAPSHOTS = "snapshots.jsonl"
+IR = "ir.jsonl"  # pass inputs as TVM's JSON, for reproducers and replay
+REPRO = "repro"  # a run's reproducers: one folder per failed pass
 REPORT = "report.html"
 EDITS = "edits"
 
@@ -71,6 +78,16 @@ def new_run_dir(script_dir: str) -> str:
 
 class TraceNotFound(LookupError):
     """The given path holds no trace."""
+
+
+def pack_ir(text: str) -> str:
+    """A module's TVM JSON as stored: zlib level 1 (a third of a millisecond for a GEMM's IR,
+    8x smaller: TVM's JSON is several times the size of the printed IR) in base64."""
+    return base64.b64encode(zlib.compress(text.encode("utf-8"), 1)).decode("ascii")
+
+
+def unpack_ir(stored: str) -> str:
+    return zlib.decompress(base64.b64decode(stored)).decode("utf-8")
 
 
 def digest_of(text: str) -> str:
@@ -95,6 +112,8 @@ class TraceWriter:
         self._manifest: Any = None
         self._snapshots: Any = None
         self._stored: set[str] = set()
+        self._ir: Any = None
+        self._ir_stored: set[str] = set()
 
     def _open(self) -> None:
         if self._manifest is None:
@@ -125,19 +144,40 @@ class TraceWriter:
             self._snapshots.write(line)
             self._stored.add(digest)
 
+    def add_ir(self, digest: str, text: str, now: bool = False) -> None:
+        """Store a module's TVM JSON under its digest once; now: in the OS's hands on return
+        (it must outlive a process that dies in the next pass)."""
+        with self._lock:
+            if digest not in self._ir_stored:
+                self._open()
+                if self._ir is None:
+                    self._ir = open(os.path.join(self.run_dir, IR), "a", encoding="ascii")
+                self._ir.write(json.dumps({"digest": digest, "zjson": pack_ir(text)}) + "\n")
+                self._ir_stored.add(digest)
+            if now and self._ir is not None:
+                self._ir.flush()
+
+    def append_now(self, record_type: str, data: dict[str, Any]) -> None:
+        """Append a record and hand the manifest to the OS at once (before a pass that may crash)."""
+        line = json.dumps({"type": record_type, **data}) + "\n"
+        with self._lock:
+            self._open()
+            self._manifest.write(line)
+            self._manifest.flush()
+
     def flush(self) -> None:
         with self._lock:
             # The snapshot pack first: a record on disk never names a snapshot that is not.
-            for handle in (self._snapshots, self._manifest):
+            for handle in (self._snapshots, self._ir, self._manifest):
                 if handle is not None:
                     handle.flush()
 
     def close(self) -> None:
         with self._lock:
-            for handle in (self._snapshots, self._manifest):
+            for handle in (self._snapshots, self._ir, self._manifest):
                 if handle is not None:
                     handle.close()
-            self._manifest = self._snapshots = None
+            self._manifest = self._snapshots = self._ir = None
 
     @property
     def started(self) -> bool:
@@ -271,7 +311,7 @@ def load_trace(path: str) -> Trace:
             damaged.append(number)
     built = []
     for entry in kernels.values():
-        entry["passes"] = tuple(sorted(entry["passes"], key=lambda p: p.seq))
+        entry["passes"] = tuple(sorted([*entry["passes"], *_crashed(entry)], key=lambda p: p.seq))
         entry["codegen"] = tuple(sorted(entry["codegen"], key=lambda c: c.seq))
         built.append(KernelTrace(**entry))
     if damaged:
@@ -279,6 +319,7 @@ def load_trace(path: str) -> Trace:
         warnings.warn(TraceDamaged(message), stacklevel=2)
         notes.append(message)
     snapshots = _SnapshotPack(os.path.join(run_dir, SNAPSHOTS))
+    ir = _SnapshotPack(os.path.join(run_dir, IR), field="zjson", decode=unpack_ir)
 
     return Trace(
         path=run_dir,
@@ -286,7 +327,21 @@ def load_trace(path: str) -> Trace:
         kernels=tuple(built),
         read_snapshot=snapshots.get,
         format=version,
+        read_ir=ir.get,
     )
+
+
+def _crashed(entry: dict[str, Any]) -> list[PassRecord]:
+    """Passes a replay-enabled run started (pass_start) and never recorded: the process died in them."""
+    done = {p.seq for p in entry["passes"]}
+    started = [p for p in entry.pop("opened", []) if p.seq not in done]
+    # The deepest one was running; the ones around it had not finished either.
+    crashed = max(started, key=lambda p: (p.depth, p.seq), default=None)
+    return [
+        replace(p, status=PassStatus.INCOMPLETE, error=ErrorInfo("Crashed", CRASHED if p is crashed else f"did not finish: nested pass {crashed.name} crashed"))
+        for p in started
+        if crashed is not None
+    ]
 
 
 def _add_record(kernels: dict[str, dict[str, Any]], notes: list[str], record: dict[str, Any]) -> None:
@@ -296,15 +351,17 @@ def _add_record(kernels: dict[str, dict[str, Any]], notes: list[str], record: di
     if kind == "note":
         notes.append(str(record.get("text", "")))
         return
-    if kind not in ("kernel", "pass", "codegen", "kernel_end"):
+    if kind not in ("kernel", "pass", "pass_start", "codegen", "kernel_end"):
         return  # a record type a newer writer added: nothing this reader knows
     entry = kernels.get(kernel_id) or {"kernel_id": kernel_id, "name": kernel_id, "passes": [], "codegen": []}
     if kind == "kernel":
-        for key, convert in (("name", str), ("started", float), ("target", str), ("entry", str), ("pass_configs", dict)):
+        for key, convert in (("name", str), ("started", float), ("target", str), ("entry", str), ("pass_configs", dict), ("context", dict)):
             if key in record:
                 entry[key] = convert(record[key])
     elif kind == "pass":
         entry["passes"].append(_checked(pass_from_json(record)))
+    elif kind == "pass_start":
+        entry.setdefault("opened", []).append(_checked(pass_from_json({**record, "status": "incomplete"})))
     elif kind == "codegen":
         entry["codegen"].append(_checked(codegen_from_json(record)))
     else:
@@ -323,7 +380,7 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     **dict.fromkeys(("seq", "depth"), int),
     "ms": (int, float),
     **dict.fromkeys(("kernel", "name", "phase", "caller", "before", "after", "role", "function", "target", "language", "tir", "source"), str),
-    **dict.fromkeys(("edit_status", "edit_path", "edit_backup", "generated"), str),
+    **dict.fromkeys(("edit_status", "edit_path", "edit_backup", "generated", "input", "repro"), str),
 }
 
 
@@ -340,14 +397,21 @@ class _SnapshotPack:
     """Reads snapshots.jsonl on first use; a torn last line (killed writer) is skipped, damaged
     lines too (with a :class:`TraceDamaged` warning): their snapshots read as ""."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, field: str = "text", decode: Callable[[str], str] = lambda text: text) -> None:
         self.path = path
+        self.field = field
+        self.decode = decode
         self._texts: dict[str, str] | None = None
 
     def get(self, digest: str) -> str:
         if self._texts is None:
             self._texts = self._load()
-        return self._texts.get(digest, "")
+        found = self._texts.get(digest, "")
+        try:
+            return self.decode(found) if found else ""
+        except (ValueError, zlib.error):
+            warnings.warn(TraceDamaged(f"{self.path}: the entry {digest} is damaged; it reads as empty"), stacklevel=2)
+            return ""
 
     def _load(self) -> dict[str, str]:
         texts: dict[str, str] = {}
@@ -356,8 +420,8 @@ class _SnapshotPack:
         damaged: list[int] = []
         try:
             for number, entry in _read_lines(self.path, damaged):
-                if isinstance(entry.get("digest"), str) and isinstance(entry.get("text"), str):
-                    texts[entry["digest"]] = entry["text"]
+                if isinstance(entry.get("digest"), str) and isinstance(entry.get(self.field), str):
+                    texts[entry["digest"]] = entry[self.field]
                 else:
                     damaged.append(number)
         except OSError as exc:

@@ -103,6 +103,13 @@ def test_a_failing_pass_is_recorded_and_reaches_the_caller(tmp_path):
     assert kernel.status is KernelStatus.FAILED
     (failed,) = [p for p in kernel.passes if p.status is PassStatus.FAILED]
     assert "Nested parallel" in failed.error.message and failed.before
+    # Its reproducer, run in a fresh interpreter, raises the error the untraced compile raised.
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
+    done = subprocess.run([sys.executable, os.path.join(failed.repro, "repro.py")], capture_output=True, text=True, timeout=300, cwd=str(tmp_path), env=env)
+    assert done.returncode != 0 and type(untraced.value).__name__ in done.stderr
+    assert str(untraced.value).strip().splitlines()[0] in done.stderr, done.stderr[-1500:]
 
 
 def test_c_kernel_runs_traced_and_an_edit_takes_effect(run_python, tmp_path):

@@ -107,6 +107,64 @@ def test_a_failing_pass_is_recorded(tmp_path):
     assert by_name["BrokenPass"].parent == by_name["my_pipeline"].seq
 
 
+def _run_repro(folder, cwd):
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
+    return subprocess.run([sys.executable, os.path.join(folder, "repro.py")], capture_output=True, text=True, timeout=300, cwd=str(cwd), env=env)
+
+
+def test_a_failing_tvm_pass_leaves_a_reproducer(tmp_path):
+    """A real TIR pass that fails (BF16StorageLegalize before MakePackedAPI): its reproducer, copied
+    away, raises the error the untraced pipeline raises; a Python-only pass's says it cannot."""
+    import shutil
+
+    pipeline = tvm.transform.Sequential([tvm.tirx.transform.RemoveNoOp(), tvm.tirx.transform.BF16StorageLegalize()], name="legalize")
+    with pytest.raises(Exception) as untraced:
+        pipeline(AddTIR)
+    truth = str(untraced.value).strip().splitlines()[0]
+    with pytest.raises(Exception):
+        with tvm.transform.PassContext(instruments=[lower_trace.instrument(mode="html", trace_dir=tmp_path / "t")]):
+            pipeline(AddTIR)
+    run = lower_trace.current_run()
+    lower_trace.disable()
+    (kernel,) = lower_trace.load_trace(run.run_dir).kernels
+    (failed,) = [p for p in kernel.passes if p.status is PassStatus.FAILED]
+    assert failed.name == "tirx.BF16StorageLegalize" and failed.repro
+    shutil.copytree(failed.repro, tmp_path / "report")
+    done = _run_repro(tmp_path / "report", tmp_path)
+    assert done.returncode != 0 and type(untraced.value).__name__ in done.stderr and truth in done.stderr, done.stderr[-1500:]
+
+    @tvm.transform.module_pass(opt_level=0, name="BrokenPass")
+    def broken(mod, ctx):
+        raise ValueError("broken on purpose")
+
+    with pytest.raises(Exception):
+        with tvm.transform.PassContext(instruments=[lower_trace.instrument(mode="html", trace_dir=tmp_path / "b")]):
+            broken(AddTIR)
+    run = lower_trace.current_run()
+    lower_trace.disable()
+    (failed,) = [p for p in lower_trace.load_trace(run.run_dir).kernels[0].passes if p.status is PassStatus.FAILED]
+    done = _run_repro(failed.repro, tmp_path)
+    assert done.returncode != 0 and "no Python factory builds the pass 'BrokenPass'" in done.stderr
+
+
+def test_replay_of_a_tvm_compile(tmp_path, monkeypatch, capsys):
+    from lower_trace.cli import main
+
+    monkeypatch.setenv("TL_LOWER_TRACE_REPLAY", "1")
+    with tvm.transform.PassContext(instruments=[lower_trace.instrument(mode="html", trace_dir=tmp_path)]):
+        tvm.compile(AddTIR, target="llvm")
+    run = lower_trace.current_run()
+    lower_trace.disable()
+    (kernel,) = lower_trace.load_trace(run.run_dir).kernels
+    assert all(p.input for p in kernel.passes)
+    record = next(p for p in kernel.passes if p.name == "tirx.MakePackedAPI" and p.status is PassStatus.CHANGED)
+    assert main(["replay", run.run_dir, "-p", str(record.seq)]) == 0
+    assert "identical to the recorded output" in capsys.readouterr().out
+
+
 def test_disable_restores_tvm_exactly(tmp_path):
     entries = (tvm.compile, tvm.tirx.build, tvm.relax.build)
     codegen = {n: tvm_ffi.get_global_func(n) for n in tvm_ffi.registry.list_global_func_names() if n.startswith("target.build.")}

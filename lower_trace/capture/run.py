@@ -17,12 +17,14 @@ import threading
 import time
 from typing import Any, NamedTuple
 
+from .. import repro
 from ..config import Config
 from ..edit_outcome import EditOutcome, short_path
 from ..model import KernelEnd, KernelStart, KernelStatus, KernelTrace, Note, RunInfo, to_json
 from ..override import EditStore
 from ..paths import script_name
-from ..store import REPORT, TraceWriter, new_run_dir, script_dir_of
+from ..repro import ReproSpec
+from ..store import REPORT, REPRO, TraceWriter, new_run_dir, script_dir_of
 from .messages import Messages
 from .sink import KernelListener
 from .worker import Worker
@@ -76,6 +78,8 @@ class TraceRun:
             self._warn_unused_edits()
         if config.filter_error and config.prints_terminal:  # the filter is for the live view only
             self.messages.say(config.filter_error, once="filter")
+        if config.replay_error:
+            self.messages.say(config.replay_error, once="replay")
 
     @property
     def report_path(self) -> str:
@@ -157,8 +161,11 @@ class TraceRun:
 
     # --- records ---------------------------------------------------------------
 
-    def register_kernel(self, name: str, started: float, target: str, entry: str, pass_configs: dict[str, str]) -> str:
-        """A new kernel id now; its record is written by the worker, before the kernel's passes."""
+    def register_kernel(
+        self, name: str, started: float, target: str, entry: str, pass_configs: dict[str, str], context: dict[str, Any] | None = None, now: bool = False
+    ) -> str:
+        """A new kernel id now; its record is written by the worker, before the kernel's passes
+        (now: on the calling thread, in the OS's hands on return, for replay's crash safety)."""
         # One lock for the id and the queueing, so records come out in id order when kernels
         # start on several threads at once; no worker job ever takes it.
         with self._register_lock:
@@ -166,15 +173,58 @@ class TraceRun:
                 self._kernel_count += 1
                 kernel_id = f"k{self._kernel_count}"
                 notes, self._pending_notes = self._pending_notes, []
-            start = KernelStart(kernel_id, name, started, target, entry, pass_configs)
+            start = KernelStart(kernel_id, name, started, target, entry, pass_configs, context or {})
 
             def write() -> None:
                 for text in notes:
                     self._write_note(text)
-                self.append_record("kernel", start)
+                if now:
+                    self.append_record_now("kernel", start)
+                else:
+                    self.append_record("kernel", start)
 
-            self.worker.submit(write)
+            if now:
+                self.worker.wait()  # what is queued (notes, earlier records) goes first
+                write()
+            else:
+                self.worker.submit(write)
         return kernel_id
+
+    def store_ir(self, digest: str, text: str, now: bool = False) -> None:
+        """A module's TVM JSON (a pass input, for reproducers and replay)."""
+        writer = self.writer
+        if writer is None:
+            return
+        try:
+            writer.add_ir(digest, text, now=now)
+        except OSError as exc:
+            self._disk_fault(exc)
+
+    def append_record_now(self, kind: str, record: Any) -> None:
+        writer = self.writer
+        if writer is None:
+            return
+        try:
+            writer.append_now(kind, to_json(record))
+        except OSError as exc:
+            self._disk_fault(exc)
+
+    def write_reproducer(self, kernel_id: str, seq: int, name: str, spec: ReproSpec, ir_json: str) -> str:
+        """The reproducer of a failed pass, in the run's folder; its folder, or "" when this run
+        writes nothing to disk. Says how to run it, a few times per run."""
+        if self.writer is None:
+            return ""
+        folder = repro.folder(self.run_dir, kernel_id, seq, name)
+        try:
+            repro.write(folder, spec, ir_json)
+        except OSError as exc:
+            self._disk_fault(exc)
+            return ""
+        self.messages.say(
+            f"{spec.kernel}: {spec.failed} failed; reproduce it without your program: {repro.command(folder)}",
+            group="repro", more="{n} more reproducers ({by}) written under " + short_path(os.path.join(self.run_dir, REPRO)), label=spec.kernel,
+        )
+        return folder
 
     def store_snapshot(self, digest: str, text: str) -> None:
         writer = self.writer

@@ -47,6 +47,11 @@ class IRAdapter(Protocol):
     def codegen_info(self, function: str, target: Any) -> tuple[str, str, str]: ...
     def kernel_signature(self, mod: Any) -> str: ...
     def source_module(self, text: str, language: str) -> Any: ...
+    # For reproducers and replay: the content as TVM JSON, what a pass runs under, how to build it.
+    def module_json(self, identity: Any) -> str: ...
+    def json_problem(self) -> str: ...  # why TVM's JSON cannot be used here; "" when it can
+    def replay_context(self) -> dict[str, Any]: ...
+    def pass_factory(self, name: str) -> tuple[str, str] | None: ...
 
 
 @dataclass
@@ -74,6 +79,7 @@ class OpenPass:
     before: SnapshotRef
     identity: Any
     started: float
+    input: str = ""  # digest of the input's TVM JSON, when kept (replay)
 
 
 def error_info(error: BaseException, with_traceback: bool = True) -> ErrorInfo:
@@ -119,6 +125,9 @@ class CompileSession:
         # error before the context closes, which would be no measure of the pass.
         self._interrupted: list[OpenPass] = []
         self._pass_error: BaseException | None = None  # what a PassContext of this kernel closed with
+        # Every pass's input kept as TVM JSON, on disk before the pass runs (TL_LOWER_TRACE_REPLAY=1).
+        self.replay = bool(run.config.replay and run.config.writes_trace)
+        self.context: dict[str, Any] = {}  # target and typed pass configs: what a rerun needs
         self._finished = False
         # Filled by the worker thread; the kernel's texts go to the run's listeners with it.
         self.texts: dict[str, str] | None = {}
@@ -177,6 +186,10 @@ class CompileSession:
                 self.worker.submit(lambda: self._store_text(text))
                 self._remember(identity, ref)
         self.target = str(context.get("target", ""))
+        try:
+            self.context = self.ir.replay_context()
+        except Exception as exc:
+            self.tracer_fault(exc)
         # With the TIR, the target and pass configs make the variant: they change the code too.
         configs = context.get("pass_configs", {})
         self.variant_config = "; ".join([f"target={self.target}", *(f"{k}={configs[k]}" for k in sorted(configs, key=str))])
@@ -186,6 +199,8 @@ class CompileSession:
             target=self.target,
             entry=self.entry,
             pass_configs=context.get("pass_configs", {}),
+            context=self.context,
+            now=self.replay,
         )
 
     # --- pass events (the compiler's hot path) ---------------------------------------
@@ -195,7 +210,7 @@ class CompileSession:
         name = str(name)
         phase, caller, better_name = self.ir.pass_origin(name, depth, parent.phase if parent else "")
         identity = self.ir.identity(mod)
-        return OpenPass(
+        open_pass = OpenPass(
             seq=self._next_seq(),
             name=better_name or name,
             depth=depth,
@@ -204,8 +219,28 @@ class CompileSession:
             caller=caller,
             before=self.snapshot(mod, identity),
             identity=identity,
-            started=time.perf_counter(),
+            started=0.0,
         )
+        if self.replay:
+            self._keep_input(open_pass)
+        open_pass.started = time.perf_counter()  # the pass's own time, without the tracer's
+        return open_pass
+
+    def _keep_input(self, open_pass: OpenPass) -> None:
+        """The input as TVM JSON and a pass_start record, in the OS's hands before the pass runs:
+        a pass that kills the process still leaves what it received and that it was running."""
+        ref = open_pass.before
+        problem = self.ir.json_problem()
+        if problem:
+            self.replay = False
+            self.run.note(f"{problem}: TL_LOWER_TRACE_REPLAY=1 keeps no pass inputs in this run, and failed passes get no reproducer", once="json")
+            return
+        if not ref.ir:
+            text = self.ir.module_json(open_pass.identity)
+            ref.ir = digest_of(text)
+            self.run.store_ir(ref.ir, text, now=True)
+        open_pass.input = ref.ir
+        self.run.append_record_now("pass_start", self._pass_record(open_pass, "", 0.0, PassStatus.INCOMPLETE, None))
 
     def pass_finished(self, open_pass: OpenPass, mod: Any) -> None:
         elapsed = (time.perf_counter() - open_pass.started) * 1000.0
@@ -225,12 +260,18 @@ class CompileSession:
     ) -> None:
         self.worker.submit(lambda: self._write_pass(open_pass, after, ms, status, error))
 
-    def _write_pass(self, open_pass: OpenPass, after: SnapshotRef | None, ms: float, status: PassStatus | None, error: ErrorInfo | None) -> None:
-        before_digest = open_pass.before.digest
+    def _write_pass(
+        self, open_pass: OpenPass, after: SnapshotRef | None, ms: float, status: PassStatus | None, error: ErrorInfo | None, repro: str = ""
+    ) -> None:
         after_digest = after.digest if after is not None else ""
         if status is None:  # decided by text: two different modules can print the same
-            status = PassStatus.CHANGED if after_digest != before_digest else PassStatus.UNCHANGED
-        record = PassRecord(
+            status = PassStatus.CHANGED if after_digest != open_pass.before.digest else PassStatus.UNCHANGED
+        record = self._pass_record(open_pass, after_digest, ms, status, error, repro)
+        self.passes.append(record)
+        self.run.append_record("pass", record)
+
+    def _pass_record(self, open_pass: OpenPass, after: str, ms: float, status: PassStatus, error: ErrorInfo | None, repro: str = "") -> PassRecord:
+        return PassRecord(
             kernel=self.kernel_id,
             seq=open_pass.seq,
             name=open_pass.name,
@@ -239,13 +280,13 @@ class CompileSession:
             parent=open_pass.parent,
             phase=open_pass.phase,
             caller=open_pass.caller,
-            before=before_digest,
-            after=after_digest,
+            before=open_pass.before.digest,
+            after=after,
             ms=round(ms, 3),
             error=error,
+            input=open_pass.input,
+            repro=repro,
         )
-        self.passes.append(record)
-        self.run.append_record("pass", record)
 
     def passes_interrupted(self, open_passes: list[OpenPass], error: BaseException | None = None) -> None:
         """Passes that never returned, and the exception their PassContext closed with (the
@@ -400,13 +441,50 @@ class CompileSession:
         interrupted = isinstance(error, KeyboardInterrupt)  # Ctrl-C stops a pass; it does not fail it
         for open_pass in ordered:
             if open_pass is failing and error is not None and not interrupted:
-                self._record(open_pass, None, status=PassStatus.FAILED, error=error_info(error))
+                failure = error_info(error)
+                folder = self._reproduce(ordered, failure)
+                self.worker.submit(lambda: self._write_pass(failing, None, 0.0, PassStatus.FAILED, failure, folder))
             else:
                 if interrupted:
                     note = ErrorInfo("KeyboardInterrupt", "interrupted (Ctrl-C) while this pass ran")
                 else:
                     note = ErrorInfo("Interrupted", f"did not finish: nested pass {failing.name} failed") if error else None
                 self._record(open_pass, None, status=PassStatus.INCOMPLETE, error=note)
+
+    def _reproduce(self, ordered: list[OpenPass], failure: ErrorInfo) -> str:
+        """Keep the failing pass's input (TVM JSON) and write its reproducer: the failing pass run
+        alone, or, when Python cannot build it (it needs arguments, or exists only inside a C++
+        Sequential), the innermost enclosing pass that Python can build, on that pass's input.
+        Returns the reproducer's folder ("" when none could be written). Never raises."""
+        from ..repro import ReproSpec
+
+        failing = ordered[-1]
+        try:
+            problem = self.ir.json_problem()
+            if problem:
+                self.run.note(f"{problem}: failed passes get no reproducer in this run", once="json")
+                return ""
+            by_seq = {p.seq: p for p in ordered}
+            chain = [failing]  # the failing pass and the passes it is nested in, innermost first
+            while chain[-1].parent in by_seq and len(chain) <= len(ordered):
+                chain.append(by_seq[chain[-1].parent])  # type: ignore[index]
+            runs = next((p for p in chain if self.ir.pass_factory(p.name) is not None), failing)
+            texts: dict[int, str] = {}
+            for open_pass in (failing, runs):
+                if open_pass.seq not in texts:
+                    texts[open_pass.seq] = self.ir.module_json(open_pass.identity)
+                    open_pass.input = open_pass.input or digest_of(texts[open_pass.seq])
+                    self.run.store_ir(open_pass.input, texts[open_pass.seq])
+            why = "" if runs is failing else (
+                f"{failing.name} cannot be built from Python (it takes arguments, or exists only in C++),"
+                f" so this runs the pass it is nested in, {runs.name}, on {runs.name}'s input."
+            )
+            factory = self.ir.pass_factory(runs.name)
+            spec = ReproSpec(failing.name, runs.name, factory, self.kernel_name, dict(self.context), dict(self.run.info.versions), failure, why)
+            return self.run.write_reproducer(self.kernel_id, failing.seq, failing.name, spec, texts[runs.seq])
+        except Exception as exc:
+            self.tracer_fault(exc)
+            return ""
 
     def tracer_fault(self, exc: BaseException) -> None:
         self.run.tracer_fault(exc)

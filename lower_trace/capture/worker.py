@@ -31,10 +31,11 @@ _BACKLOG = 4096  # bounded: a compile far ahead of its printer waits rather than
 class SnapshotRef:
     """A snapshot whose text is printed later; ``digest`` is set when it has been."""
 
-    __slots__ = ("digest",)
+    __slots__ = ("digest", "ir")
 
     def __init__(self, digest: str = "") -> None:
         self.digest = digest
+        self.ir = ""  # digest of the content's TVM JSON, once kept (replay)
 
 
 class Worker:

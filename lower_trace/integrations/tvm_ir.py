@@ -23,6 +23,7 @@ from ..capture.naming import call_sites, factory_name
 from ..capture.session import CompileSession, current_codegen
 from ..capture.sink import TraceSink
 from ..capture.tracker import PassTracker
+from . import replay
 
 _LANGUAGE_OF_CODEGEN = (
     ("cutedsl", "python"),
@@ -160,6 +161,18 @@ class TVMIR:
             return _equal_part(a[0], b[0]) and _equal_part(a[1], b[1]) and _equal_functions(a[2], b[2])
         except Exception:
             return False
+
+    def module_json(self, identity: tuple[Any, Any, Any]) -> str:
+        return replay.module_json(self.rebuild(identity))
+
+    def json_problem(self) -> str:
+        return replay.json_problem()
+
+    def replay_context(self) -> dict[str, Any]:
+        return replay.current_context()
+
+    def pass_factory(self, name: str) -> tuple[str, str] | None:
+        return replay.find_factory(name)
 
     def kernel_name(self, mod: Any) -> str:
         try:

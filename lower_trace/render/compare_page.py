@@ -13,8 +13,8 @@ from typing import Any
 
 from ..analysis.compare import Comparison, compiled
 from ..model import KernelTrace, PassRecord, Trace, to_json
-from .html import asset, block, escape_text, fill, json_for_script, page_rules, write_atomically
 from .compare_view import config_text
+from .html import asset, block, escape_text, fill, json_for_script, page_rules, write_atomically
 from .report_writer import pack
 
 # The page's JS, in the order it runs: the report's text, diff and view code, then the comparison's.

@@ -6,6 +6,7 @@ is switched on or off as a whole palette.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable
 from typing import TextIO
@@ -170,6 +171,10 @@ class TerminalRenderer:
             if record.status is PassStatus.FAILED and record.error.traceback:
                 for line in printable_lines(record.error.traceback.rstrip())[-12:]:
                     self._line(c("dim", f"       {line}"))
+        if record.repro:
+            self._line(c("bold", f"       reproduce it without your program: python {printable(os.path.join(record.repro, 'repro.py'))}"))
+        elif record.input and record.crashed:
+            self._line(c("bold", "       its input was kept: `lower-trace repro TRACE -o FOLDER` on this trace writes a reproducer"))
         if record.status is PassStatus.FAILED and before:
             self._line(c("red", "       the IR this pass received:"))
             for line in _text_lines(before):

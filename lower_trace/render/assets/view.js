@@ -154,6 +154,8 @@ const LTView = (() => {
     head.appendChild(el("div", "meta", meta.filter(Boolean).join(" · ")));
     main.appendChild(head);
     if (step.error) main.appendChild(errorBox(step.error));
+    const rerun = reproBox(step);
+    if (rerun) main.appendChild(rerun);
     if (isCodegen(step)) {
       if (step.edit_status) main.appendChild(editNote(step));
       const panes = el("div", "panes");
@@ -174,6 +176,25 @@ const LTView = (() => {
     } else {
       main.appendChild(irView(snap(step.before), "the IR this pass received"));
     }
+  }
+
+  // How to make a failure happen again without the user's program (lower_trace/repro.py).
+  function reproBox(step) {
+    let command = "", what = "";
+    if (step.repro) {
+      command = `python ${step.repro}/repro.py`;
+      what = "Reproduce it without your program (the IR this pass received, the pass alone, the same target and configs):";
+    } else if (step.input && step.error && step.error.type === "Crashed" && step.error.message.startsWith("the process ended")) {
+      const here = location.protocol === "file:" ? decodeURIComponent(location.pathname).replace(/\/[^/]*$/, "") : "RUN";
+      command = `lower-trace repro ${here} -k ${step.kernel} -p ${step.seq} -o FOLDER`;
+      what = "The process died in this pass; its input was kept. Write a reproducer with:";
+    }
+    if (!command) return null;
+    const box = el("section", "repro-note");
+    box.appendChild(el("span", "", what + " "));
+    box.appendChild(el("code", "", command));
+    box.appendChild(copyButton("copy command", command));
+    return box;
   }
 
   function editNote(step) {

@@ -1,0 +1,188 @@
+"""The commands that rerun the compiler on recorded IR: ``repro`` (a failed pass as a standalone
+script) and ``replay`` (a pass, or a stretch of the pipeline, rerun on its recorded input and
+compared with what it made then). What runs the compiler is in integrations/replay.py."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from . import repro
+from .cli_select import UsageError, kernels_of, no_pass, select_steps
+from .model import KernelTrace, PassRecord, PassStatus, Trace
+from .store import load_trace
+
+REPLAY_HINT = "trace with TL_LOWER_TRACE_REPLAY=1 to keep every pass's input"
+
+
+def _compiler() -> Any:
+    """integrations.replay, or None where no TVM is installed (reading a trace needs none).
+    The rerun itself is never traced, nor by TileLang's own tracer, whatever TL_LOWER_TRACE says."""
+    from . import api, integrations
+
+    api.disable()
+    integrations.keep_builtin_off()
+    try:
+        from .integrations import replay
+    except ImportError:
+        return None
+    return replay
+
+
+def _one_kernel(trace: Trace, key: str | None, what: str) -> KernelTrace:
+    kernels = kernels_of(trace, key)
+    if len(kernels) != 1:
+        raise UsageError(f"{trace.path}: {what} needs one kernel; pick it with -k: {', '.join(k.kernel_id + ' (' + k.name + ')' for k in kernels[:8])}")
+    return kernels[0]
+
+
+def _one_pass(trace: Trace, kernel: KernelTrace, key: str) -> PassRecord:
+    steps = [s for s in select_steps([kernel], key)[kernel.kernel_id] if isinstance(s, PassRecord)]
+    if not steps:
+        raise no_pass(trace, key, f"kernel {kernel.kernel_id} ({kernel.name})")
+    if len(steps) > 1:
+        numbers = ", ".join(f"{s.seq} ({s.name})" for s in steps[:12])
+        raise UsageError(f"{trace.path}: {key!r} names {len(steps)} passes of kernel {kernel.kernel_id}; pick one by number: {numbers}")
+    return steps[0]
+
+
+def _enclosing(kernel: KernelTrace, record: PassRecord) -> list[PassRecord]:
+    """record and the passes it is nested in, innermost first."""
+    by_seq = {p.seq: p for p in kernel.passes}
+    chain = [record]
+    while chain[-1].parent is not None and chain[-1].parent in by_seq and len(chain) <= len(by_seq):
+        chain.append(by_seq[chain[-1].parent])
+    return chain
+
+
+def cmd_repro(args: argparse.Namespace) -> int:
+    """Write a reproducer: a folder with the IR a pass received (TVM JSON), a repro.py that runs
+    that pass alone on it, and the recorded error. Default: every failed pass of the trace."""
+    trace = load_trace(args.trace)
+    kernels = kernels_of(trace, args.kernel)
+    if args.pass_ is not None:
+        kernel = _one_kernel(trace, args.kernel, "repro -p")
+        targets = [(kernel, _one_pass(trace, kernel, args.pass_))]
+    else:
+        targets = [(k, p) for k in kernels for p in k.passes if p.status is PassStatus.FAILED or p.crashed]
+        if not targets:
+            raise UsageError(f"{trace.path}: no pass failed here; name one with -k KERNEL -p PASS to write a script that reruns it")
+    compiler = _compiler()
+    written = 0
+    for kernel, record in targets:
+        runs, why = record, ""
+        chain = _enclosing(kernel, record)
+        if compiler is not None and compiler.find_factory(record.name) is None:
+            runs = next((p for p in chain if p.input and compiler.find_factory(p.name) is not None), record)
+            if runs is not record:
+                why = (f"{record.name} cannot be built from Python (it takes arguments, or exists only in C++),"
+                       f" so this runs the pass it is nested in, {runs.name}, on {runs.name}'s input.")
+        ir_json = trace.ir_json(runs.input)
+        if not ir_json:
+            print(f"lower-trace: {kernel.kernel_id} {record.seq} {record.name}: its input was not kept; {REPLAY_HINT}", file=sys.stderr)
+            continue
+        factory = compiler.find_factory(runs.name) if compiler is not None else None
+        folder = args.output if len(targets) == 1 else os.path.join(args.output, os.path.basename(repro.folder("", kernel.kernel_id, record.seq, record.name)))
+        repro.write(folder, repro.spec_for(trace, kernel, record, factory, runs, why), ir_json)
+        print(f"{kernel.kernel_id} {kernel.name}: {record.seq} {record.name}: {repro.command(folder)}" + (f"  ({why})" if why else ""))
+        written += 1
+    return 0 if written else 1
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Rerun a pass on the input it had when the trace was made, in the current environment, and
+    compare: identical (exit 0) or the diff recorded -> now (exit 1). --from / --until rerun a
+    stretch of passes at one nesting level, each built from Python."""
+    trace = load_trace(args.trace)
+    kernel = _one_kernel(trace, args.kernel, "replay")
+    if args.pass_ is None and args.from_ is None and args.until is None:
+        raise UsageError("name the pass to replay with -p PASS (or a stretch with --from PASS --until PASS)")
+    first = _one_pass(trace, kernel, args.pass_ or args.from_ or _first_at_level(kernel, args.until, trace))
+    last = _one_pass(trace, kernel, args.until) if args.until else first if args.pass_ else _last_at_level(kernel, first)
+    stretch = [p for p in kernel.passes if p.parent == first.parent and first.seq <= p.seq <= last.seq]
+    if last not in stretch:
+        raise UsageError(f"{trace.path}: {first.seq} {first.name} and {last.seq} {last.name} are not at one nesting level; pick passes of one pipeline")
+    if not first.input:
+        raise UsageError(f"{trace.path}: the input of {first.seq} {first.name} was not kept; {REPLAY_HINT}")
+    compiler = _compiler()
+    if compiler is None:
+        raise UsageError("replay reruns the compiler: run it where TileLang (or TVM) is installed")
+    factories = []
+    for record in stretch:
+        factory = compiler.find_factory(record.name)
+        if factory is None:
+            raise UsageError(f"{record.seq} {record.name} cannot be built from Python (it takes arguments, or exists only in C++); replay a stretch without it")
+        factories.append(factory)
+    from .render.terminal import TerminalRenderer, printable
+
+    ir_json = trace.ir_json(first.input)
+    note = f"  note: {repro.LAYOUT_NOTE}" if repro.holds_layouts(ir_json) else ""
+    mod = compiler.load_module(ir_json)
+    what = f"{first.seq} {first.name}" + (f" .. {last.seq} {last.name} ({len(stretch)} passes)" if last is not first else "")
+    try:
+        for factory in factories:
+            mod = compiler.run_pass(factory, mod, kernel.context)
+    except Exception as exc:  # the compiler's error is the answer, not a fault of this command
+        now_error = f"{type(exc).__name__}: {repro.headline(str(exc))}"
+        if last.status is PassStatus.FAILED and last.error is not None:
+            recorded_error = f"{last.error.type}: {repro.headline(last.error.message)}"
+            if recorded_error == now_error:
+                print(f"{what}: fails as recorded: {printable(now_error)}")
+                return 0
+            print(f"{what}: fails differently now: {printable(now_error)}\n  recorded: {printable(recorded_error)}")
+            _say(note)
+            return 1
+        print(f"{what}: fails now ({printable(now_error)}); recorded: {last.status.value}")
+        _say(note)
+        return 1
+    now = compiler.print_module(mod)
+    if last.status is PassStatus.FAILED:
+        print(f"{what}: runs without an error now; recorded: failed ({printable(last.error.type if last.error else '')}). The IR it makes now:")
+        sys.stdout.write(now if now.endswith("\n") else now + "\n")
+        return 1
+    recorded = trace.snapshot(last.after or last.before)
+    if now == recorded:
+        print(f"{what}: identical to the recorded output ({len(now.splitlines())} lines)")
+        return 0
+    print(f"{what}: differs from the recorded output (recorded -> now):")
+    color = True if args.color == "always" else False if args.color == "never" else None
+    TerminalRenderer(sys.stdout, color=color, context=args.context).render_diff(recorded, now)
+    _say(note)
+    return 1
+
+
+def _say(note: str) -> None:
+    if note:
+        print(note)
+
+
+def _first_at_level(kernel: KernelTrace, until: str | None, trace: Trace) -> str:
+    """--until alone: from the first pass of that pass's pipeline."""
+    last = _one_pass(trace, kernel, until or "")
+    return str(next(p.seq for p in kernel.passes if p.parent == last.parent))
+
+
+def _last_at_level(kernel: KernelTrace, first: PassRecord) -> PassRecord:
+    """--from alone: to the last pass of that pass's pipeline."""
+    return [p for p in kernel.passes if p.parent == first.parent and p.seq >= first.seq][-1]
+
+
+def add_parsers(sub: Any, default_trace: str, trace_help: str) -> None:
+    rep = sub.add_parser("repro", help="write a failed pass as a standalone script", description=cmd_repro.__doc__)
+    rep.add_argument("trace", nargs="?", default=default_trace, help=trace_help)
+    rep.add_argument("-k", "--kernel", help="kernel id (k1), name or number")
+    rep.add_argument("-p", "--pass", dest="pass_", metavar="PASS", help="the pass (default: every failed pass)")
+    rep.add_argument("-o", "--output", required=True, metavar="FOLDER", help="where to write it (one folder per pass when there are several)")
+    rep.set_defaults(func=cmd_repro)
+
+    play = sub.add_parser("replay", help="rerun a pass on its recorded input and compare", description=cmd_replay.__doc__)
+    play.add_argument("trace", nargs="?", default=default_trace, help=trace_help)
+    play.add_argument("-k", "--kernel", help="kernel id (k1), name or number")
+    play.add_argument("-p", "--pass", dest="pass_", metavar="PASS", help="the pass to rerun")
+    play.add_argument("--from", dest="from_", metavar="PASS", help="rerun from this pass ...")
+    play.add_argument("--until", metavar="PASS", help="... to this one (passes of one pipeline level)")
+    play.add_argument("-U", "--context", type=int, default=3, help="lines of context around changes (default 3)")
+    play.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    play.set_defaults(func=cmd_replay)

@@ -1,0 +1,180 @@
+"""Reproducers: a failed pass as a folder that makes the failure happen again without the
+user's program -- ``input.json`` (the IR the pass received, TVM's own JSON), ``repro.py``
+(plain Python: needs TileLang or TVM, not lower-trace) and ``error.txt`` (what failed).
+
+Pure: the text of the script is built from recorded data. Capture writes one for every
+failed pass (capture/session.py); ``lower-trace repro`` writes one from a stored trace.
+"""
+
+from __future__ import annotations
+
+import os
+import pprint
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .model import ErrorInfo, KernelTrace, PassRecord, Trace
+from .paths import safe_component
+from .store import REPRO
+
+# Where Python builds passes from, most specific first (a module missing is skipped).
+FACTORY_MODULES = (
+    "tilelang.transform", "tilelang.analysis", "tvm.tirx.transform", "tvm.tir.transform", "tvm.s_tir.transform", "tvm.relax.transform", "tvm.transform",
+)
+
+# What TVM calls passes made from plain functions (the trace names them after their factory).
+ANONYMOUS = ("pass_fn", "sequential", "_pipeline")
+
+INPUT = "input.json"
+SCRIPT = "repro.py"
+ERROR = "error.txt"
+
+
+@dataclass(frozen=True)
+class ReproSpec:
+    """What a reproducer runs: `runs` (a pass name, built by factory = (module, function)) on the
+    input of that pass, under the kernel's target and pass configs."""
+
+    failed: str  # the pass that failed
+    runs: str  # the pass the script runs: the failed one, or the innermost enclosing one Python can build
+    factory: tuple[str, str] | None  # None: the script looks the pass up by name when it runs
+    kernel: str
+    context: dict[str, Any] = field(default_factory=dict)  # {"target": TVM JSON, "configs": {...}}
+    versions: dict[str, str] = field(default_factory=dict)
+    error: ErrorInfo | None = None
+    why: str = ""  # why `runs` is not `failed`, when it is not
+
+
+def folder(run_dir: str, kernel_id: str, seq: int, name: str) -> str:
+    """Where a run keeps the reproducer of pass seq of a kernel: repro/k4-23-LayoutInference."""
+    return os.path.join(run_dir, REPRO, f"{kernel_id}-{seq}-{safe_component(name.rsplit('.', 1)[-1])}")
+
+
+def write(folder: str, spec: ReproSpec, ir_json: str) -> str:
+    """Write the reproducer into folder (created); returns the script's path."""
+    if holds_layouts(ir_json) and LAYOUT_NOTE not in spec.why:
+        spec = replace(spec, why="\n\n".join(filter(None, (spec.why, f"Note: {LAYOUT_NOTE}."))))
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, INPUT), "w", encoding="utf-8") as handle:
+        handle.write(ir_json)
+    if spec.error is not None:
+        with open(os.path.join(folder, ERROR), "w", encoding="utf-8") as handle:
+            handle.write(f"{spec.error.type}: {spec.error.message}\n")
+    path = os.path.join(folder, SCRIPT)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(script(spec))
+    return path
+
+
+def command(folder: str) -> str:
+    return f"python {os.path.join(folder, SCRIPT)}"
+
+
+LAYOUT_NOTE = (
+    "this input holds TileLang layouts (tl.Layout / tl.Fragment), which TVM's JSON does not bring back exactly: "
+    "TileLang registers only a layout's input_size and forward_index for reflection, so its placeholder variables "
+    "(_i, _j, _rep) load as new variables; a pass that reads layouts (tl.LowerTileOp) may fail on this input for that reason alone"
+)
+
+
+def holds_layouts(ir_json: str) -> bool:
+    return '"tl.Layout"' in ir_json or '"tl.Fragment"' in ir_json
+
+
+def headline(message: str) -> str:
+    """The line that says what went wrong: the first non-empty line (TVM puts the check there,
+    the source span and traceback after it)."""
+    return next((line.strip() for line in message.splitlines() if line.strip()), "")[:300]
+
+
+def _first_line(error: ErrorInfo | None) -> str:
+    return f"{error.type}: {headline(error.message)}" if error is not None else ""
+
+
+def script(spec: ReproSpec) -> str:
+    """The text of repro.py."""
+    tilelang = "tilelang" in spec.versions
+    versions = ", ".join(f"{name} {version}" for name, version in spec.versions.items()) or "unknown"
+    if spec.factory is not None:
+        module, function = spec.factory
+        build = f"    import {module}\n\n    return {module}.{function}()"
+    else:
+        build = f"    return find_pass({spec.runs!r})"
+    note = f"\n{spec.why}\n" if spec.why else ""
+    header = (
+        f'"""Reproducer written by lower-trace: {spec.failed} failed on kernel {spec.kernel}.\n\n'
+        f"Recorded with {versions}.\n"
+        f"Error: {_first_line(spec.error)}\n{note}\n"
+        f"Run it where the same compiler is installed:  python repro.py\n"
+        f"It loads the IR {spec.runs} received ({INPUT}: TVM's JSON, source spans kept) and runs\n"
+        f"{spec.runs} alone on it, under the original target and pass configs. The error should\n"
+        f"be the one above ({ERROR}); a pass that now succeeds prints the IR it made.\n"
+        '"""\n'
+    )
+    imports = "import tilelang  # noqa: F401  (registers TileLang's passes and IR nodes)\nfrom tilelang import tvm\n" if tilelang else "import tvm\n"
+    configs = pprint.pformat(dict(spec.context.get("configs") or {}), sort_dicts=True)
+    target = spec.context.get("target") or ""
+    return (
+        header
+        + "\nimport json\nimport os\nimport sys\n\n"
+        + imports
+        + f"\nHERE = os.path.dirname(os.path.abspath(__file__))\nPASS_CONFIGS = {configs}\nTARGET = {target!r}  # TVM's JSON of the target (and its host)\n"
+        + f"\n\ndef build_pass():\n{build}\n"
+        + _FIND_PASS.replace("{FACTORY_MODULES}", repr(FACTORY_MODULES)).replace("{ANONYMOUS}", repr(ANONYMOUS))
+        + _MAIN.replace("{INPUT}", INPUT)
+    )
+
+
+_FIND_PASS = '''
+
+def find_pass(name):
+    """The pass TVM calls `name`, built with no arguments by a factory of that name."""
+    import importlib
+
+    short = name.rsplit(".", 1)[-1]
+    for module_name in {FACTORY_MODULES}:
+        try:
+            factory = getattr(importlib.import_module(module_name), short)
+            built = factory()
+        except Exception:
+            continue
+        if str(built.info.name) == name or (str(built.info.name) in {ANONYMOUS} and short == name):
+            return built
+    sys.exit(f"no Python factory builds the pass {name!r} here (it takes arguments, or exists only in C++)")
+'''
+
+_MAIN = '''
+
+def main():
+    with open(os.path.join(HERE, "{INPUT}"), encoding="utf-8") as handle:
+        mod = tvm.ir.load_json(handle.read())
+    target = tvm.target.Target(json.loads(TARGET)) if TARGET else None
+    with tvm.transform.PassContext(config=PASS_CONFIGS):
+        if target is not None:
+            with target:
+                out = build_pass()(mod)
+        else:
+            out = build_pass()(mod)
+    print(out.script())
+    print("the pass ran without an error: the failure did not reproduce here", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def spec_for(
+    trace: Trace, kernel: KernelTrace, record: PassRecord, factory: tuple[str, str] | None, runs: PassRecord | None = None, why: str = ""
+) -> ReproSpec:
+    """The reproducer of record (a failed pass of kernel), running `runs` (default: record itself)."""
+    return ReproSpec(
+        failed=record.name,
+        runs=(runs or record).name,
+        factory=factory,
+        kernel=kernel.name,
+        context=dict(kernel.context),
+        versions=dict(trace.run.versions),
+        error=record.error,
+        why=why,
+    )
