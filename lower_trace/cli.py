@@ -13,6 +13,7 @@ from types import CodeType, ModuleType
 
 from . import __version__
 from .cli_answers import cmd_blame, cmd_diff
+from .cli_bisect import add_parser as add_bisect_parser
 from .cli_rerun import add_parsers as add_rerun_parsers
 from .cli_select import UsageError, kernels_of, no_pass, select_steps, step_name
 from .config import DEFAULT_TRACE_DIR, ENV_DIR, ENV_MODE, MODES, ConfigError, default_trace_dir, parse_mode
@@ -179,6 +180,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     kernels = kernels_of(trace, args.kernel)
     color = True if args.color == "always" else False if args.color == "never" else None
     renderer = TerminalRenderer(sys.stdout, color=color, context=args.context)
+    renderer.trace_path = trace.path
     if args.ir is not None:
         if len(kernels) != 1:
             raise UsageError(f"{trace.path}: --ir needs one kernel; pick it by id with -k: {kernel_list(kernels)}")
@@ -398,6 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.set_defaults(func=cmd_diff)
 
     add_rerun_parsers(sub, default_trace, trace_help)
+    add_bisect_parser(sub)
 
     report = sub.add_parser("report", help="write the HTML report of a trace", description=cmd_report.__doc__)
     report.add_argument("trace", nargs="?", default=default_trace, help=trace_help)

@@ -39,7 +39,10 @@ def _one_kernel(trace: Trace, key: str | None, what: str) -> KernelTrace:
 
 
 def _one_pass(trace: Trace, kernel: KernelTrace, key: str) -> PassRecord:
-    steps = [s for s in select_steps([kernel], key)[kernel.kernel_id] if isinstance(s, PassRecord)]
+    chosen = select_steps([kernel], key)[kernel.kernel_id]
+    steps = [s for s in chosen if isinstance(s, PassRecord)]
+    if not steps and chosen:
+        raise UsageError(f"{trace.path}: {key!r} is a codegen step of kernel {kernel.kernel_id}, not a pass; replay and repro rerun passes")
     if not steps:
         raise no_pass(trace, key, f"kernel {kernel.kernel_id} ({kernel.name})")
     if len(steps) > 1:
@@ -59,10 +62,13 @@ def _enclosing(kernel: KernelTrace, record: PassRecord) -> list[PassRecord]:
 
 def cmd_repro(args: argparse.Namespace) -> int:
     """Write a reproducer: a folder with the IR a pass received (TVM JSON), a repro.py that runs
-    that pass alone on it, and the recorded error. Default: every failed pass of the trace."""
+    that pass alone on it, and the recorded error. Default: every failed (or crashed) pass."""
     trace = load_trace(args.trace)
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise UsageError(f"-o {args.output}: a file is there; name a folder (it is created)")
     kernels = kernels_of(trace, args.kernel)
-    if args.pass_ is not None:
+    chosen = args.pass_ is not None
+    if chosen:
         kernel = _one_kernel(trace, args.kernel, "repro -p")
         targets = [(kernel, _one_pass(trace, kernel, args.pass_))]
     else:
@@ -72,23 +78,53 @@ def cmd_repro(args: argparse.Namespace) -> int:
     compiler = _compiler()
     written = 0
     for kernel, record in targets:
-        runs, why = record, ""
-        chain = _enclosing(kernel, record)
-        if compiler is not None and compiler.find_factory(record.name) is None:
-            runs = next((p for p in chain if p.input and compiler.find_factory(p.name) is not None), record)
-            if runs is not record:
-                why = (f"{record.name} cannot be built from Python (it takes arguments, or exists only in C++),"
-                       f" so this runs the pass it is nested in, {runs.name}, on {runs.name}'s input.")
-        ir_json = trace.ir_json(runs.input)
-        if not ir_json:
-            print(f"lower-trace: {kernel.kernel_id} {record.seq} {record.name}: its input was not kept; {REPLAY_HINT}", file=sys.stderr)
+        try:
+            passes, start, why = _plan(trace, kernel, record, compiler, args.from_)
+        except UsageError as exc:
+            if chosen:
+                raise
+            print(f"lower-trace: {exc}", file=sys.stderr)
             continue
-        factory = compiler.find_factory(runs.name) if compiler is not None else None
         folder = args.output if len(targets) == 1 else os.path.join(args.output, os.path.basename(repro.folder("", kernel.kernel_id, record.seq, record.name)))
-        repro.write(folder, repro.spec_for(trace, kernel, record, factory, runs, why), ir_json)
-        print(f"{kernel.kernel_id} {kernel.name}: {record.seq} {record.name}: {repro.command(folder)}" + (f"  ({why})" if why else ""))
+        repro.write(folder, repro.spec_for(trace, kernel, record, passes, why), trace.ir_json(start.input))
+        print(f"{kernel.kernel_id} {kernel.name}: {record.seq} {record.name}: {repro.command(folder)}" + (f"\n  ({why})" if why else ""))
         written += 1
     return 0 if written else 1
+
+
+def _plan(trace: Trace, kernel: KernelTrace, record: PassRecord, compiler: Any, from_: str | None) -> tuple[list[Any], PassRecord, str]:
+    """(the passes a reproducer of record runs, the pass whose input it starts from, why so)."""
+    where = f"{kernel.kernel_id} {record.seq} {record.name}"
+    factory = (lambda name: compiler.find_factory(name)) if compiler is not None else (lambda name: None)
+    runs, why = record, ""
+    if compiler is not None and factory(record.name) is None:
+        runs = next((p for p in _enclosing(kernel, record) if p.input and factory(p.name) is not None), record)
+        if runs is record:
+            raise UsageError(f"{where} cannot be built from Python (it takes arguments, or exists only in C++), nor can a pass around it")
+        why = f"{record.name} cannot be built from Python (it takes arguments, or exists only in C++), so this runs the pass it is nested in, {runs.name}."
+    if from_ is not None:
+        start = _one_pass(trace, kernel, from_)
+        stretch = [p for p in kernel.passes if p.parent == runs.parent and start.seq <= p.seq <= runs.seq]
+        if start not in stretch:
+            raise UsageError(f"--from {from_}: {start.seq} {start.name} is not an earlier pass of the pipeline {runs.seq} {runs.name} runs in")
+    else:
+        start, stretch = runs, [runs]
+        if repro.holds_layouts(trace.ir_json(runs.input)):  # an earlier input without layouts, where kept (replay traces)
+            earlier = [p for p in kernel.passes if p.parent == runs.parent and p.seq < runs.seq]
+            for back, candidate in enumerate(reversed(earlier)):
+                if not candidate.input or (compiler is not None and factory(candidate.name) is None) or back >= 12:
+                    break
+                if not repro.holds_layouts(trace.ir_json(candidate.input)):
+                    start, stretch = candidate, [p for p in kernel.passes if p.parent == runs.parent and candidate.seq <= p.seq <= runs.seq]
+                    moved = f"{runs.name}'s input holds TileLang layouts, which TVM's JSON does not keep exactly; this starts from {start.name}'s input."
+                    why = "\n".join(filter(None, (why, moved)))
+                    break
+    if not start.input or not trace.ir_json(start.input):
+        raise UsageError(f"the input of {start.seq} {start.name} ({kernel.kernel_id}) was not kept; {REPLAY_HINT}")
+    missing = [p for p in stretch if compiler is not None and factory(p.name) is None]
+    if missing:
+        raise UsageError(f"{missing[0].seq} {missing[0].name} cannot be built from Python (it takes arguments, or exists only in C++); start after it")
+    return [(p.name, factory(p.name)) for p in stretch], start, why
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -99,8 +135,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     kernel = _one_kernel(trace, args.kernel, "replay")
     if args.pass_ is None and args.from_ is None and args.until is None:
         raise UsageError("name the pass to replay with -p PASS (or a stretch with --from PASS --until PASS)")
+    if args.pass_ is not None and (args.from_ is not None or args.until is not None):
+        raise UsageError("-p replays one pass, --from / --until a stretch: give one or the other")
     first = _one_pass(trace, kernel, args.pass_ or args.from_ or _first_at_level(kernel, args.until, trace))
     last = _one_pass(trace, kernel, args.until) if args.until else first if args.pass_ else _last_at_level(kernel, first)
+    if last.seq < first.seq:
+        raise UsageError(f"--from {first.seq} {first.name} comes after --until {last.seq} {last.name}; swap them")
     stretch = [p for p in kernel.passes if p.parent == first.parent and first.seq <= p.seq <= last.seq]
     if last not in stretch:
         raise UsageError(f"{trace.path}: {first.seq} {first.name} and {last.seq} {last.name} are not at one nesting level; pick passes of one pipeline")
@@ -113,7 +153,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for record in stretch:
         factory = compiler.find_factory(record.name)
         if factory is None:
-            raise UsageError(f"{record.seq} {record.name} cannot be built from Python (it takes arguments, or exists only in C++); replay a stretch without it")
+            alone = "so it cannot be replayed alone" if len(stretch) == 1 else "replay a stretch without it"
+            raise UsageError(f"{record.seq} {record.name} cannot be built from Python (it takes arguments, or exists only in C++); {alone}")
         factories.append(factory)
     from .render.terminal import TerminalRenderer, printable
 
@@ -132,14 +173,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 print(f"{what}: fails as recorded: {printable(now_error)}")
                 return 0
             print(f"{what}: fails differently now: {printable(now_error)}\n  recorded: {printable(recorded_error)}")
-            _say(note)
-            return 1
-        print(f"{what}: fails now ({printable(now_error)}); recorded: {last.status.value}")
+        else:
+            print(f"{what}: fails now ({printable(now_error)}); recorded: {'crashed' if last.crashed else last.status.value}")
+        _traceback(exc)
         _say(note)
         return 1
     now = compiler.print_module(mod)
-    if last.status is PassStatus.FAILED:
-        print(f"{what}: runs without an error now; recorded: failed ({printable(last.error.type if last.error else '')}). The IR it makes now:")
+    if last.status is PassStatus.FAILED or last.crashed:
+        recorded = "the process crashed in it" if last.crashed else f"failed ({printable(last.error.type if last.error else '')})"
+        print(f"{what}: runs without an error now; recorded: {recorded}. The IR it makes now:")
         sys.stdout.write(now if now.endswith("\n") else now + "\n")
         return 1
     recorded = trace.snapshot(last.after or last.before)
@@ -151,6 +193,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
     TerminalRenderer(sys.stdout, color=color, context=args.context).render_diff(recorded, now)
     _say(note)
     return 1
+
+
+def _traceback(exc: BaseException, lines: int = 14) -> None:
+    """The end of the rerun's traceback: where the patched pass failed."""
+    import traceback
+
+    from .render.terminal import printable
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip().splitlines()
+    for line in text[-lines:]:
+        print(f"    {printable(line)}")
 
 
 def _say(note: str) -> None:
@@ -174,6 +227,7 @@ def add_parsers(sub: Any, default_trace: str, trace_help: str) -> None:
     rep.add_argument("trace", nargs="?", default=default_trace, help=trace_help)
     rep.add_argument("-k", "--kernel", help="kernel id (k1), name or number")
     rep.add_argument("-p", "--pass", dest="pass_", metavar="PASS", help="the pass (default: every failed pass)")
+    rep.add_argument("--from", dest="from_", metavar="PASS", help="start from this earlier pass's input and run the passes up to PASS")
     rep.add_argument("-o", "--output", required=True, metavar="FOLDER", help="where to write it (one folder per pass when there are several)")
     rep.set_defaults(func=cmd_repro)
 
@@ -186,3 +240,4 @@ def add_parsers(sub: Any, default_trace: str, trace_help: str) -> None:
     play.add_argument("-U", "--context", type=int, default=3, help="lines of context around changes (default 3)")
     play.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     play.set_defaults(func=cmd_replay)
+

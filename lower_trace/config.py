@@ -14,6 +14,7 @@ are the ones TileLang users already know from TileLang's own tracer:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -23,6 +24,7 @@ ENV_MODE = "TL_LOWER_TRACE"
 ENV_DIR = "TL_LOWER_TRACE_DIR"
 ENV_FILTER = "TL_LOWER_TRACE_FILTER"
 ENV_REPLAY = "TL_LOWER_TRACE_REPLAY"
+ENV_BISECT = "TL_LOWER_TRACE_BISECT"  # set by lower-trace bisect in the processes it runs
 DEFAULT_TRACE_DIR = os.path.join(".", "tmp", "lower_trace_dir")
 
 MODES = ("terminal", "html", "both")
@@ -129,6 +131,7 @@ class Config:
     # Keep every pass's input as TVM JSON, on disk before the pass runs (lower-trace replay; hard crashes).
     replay: bool = False
     replay_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_REPLAY: said once
+    bisect: BisectPlan | None = None  # which passes to run (lower-trace bisect's children only)
     # Not settings but where they came from: enable() with the same settings is still a no-op.
     filter_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_FILTER: said once, view unfiltered
     origin: str = field(default="env", compare=False)  # env, api (enable/trace) or cli (lower-trace run)
@@ -174,6 +177,7 @@ def config_from_env(environ: Mapping[str, str] | None = None, origin: str = "env
         live_filter=live_filter,
         replay=replay,
         replay_error=replay_error,
+        bisect=bisect_plan(env.get(ENV_BISECT)),
         filter_error=filter_error,
         origin=origin,
         dir_origin=dir_origin,
@@ -186,6 +190,34 @@ def _filter_from(env: Mapping[str, str]) -> tuple[LiveFilter, str]:
         return parse_filter(env.get(ENV_FILTER)), ""
     except ConfigError as exc:
         return LiveFilter(), f"{exc}; the live view is not filtered"
+
+
+@dataclass(frozen=True)
+class BisectPlan:
+    """What TL_LOWER_TRACE_BISECT says (JSON): run passes 1..limit (None: all), and the required ones."""
+
+    limit: int | None = None
+    kernel: str = ""  # regex on kernel names: other kernels compile untouched, and are not counted
+    required: tuple[str, ...] = ()
+    # Pass configs to add to every PassContext of the process (lower-trace bisect --configs); JSON text.
+    configs: str = ""
+
+
+def bisect_plan(value: str | None) -> BisectPlan | None:
+    """TL_LOWER_TRACE_BISECT's JSON ({"limit", "kernel", "required"}); ConfigError if unreadable
+    (it is written by lower-trace bisect, so a bad one is a bug to hear about, not to ignore)."""
+    if not value:
+        return None
+    try:
+        data = json.loads(value)
+        limit = data.get("limit")
+        configs = data.get("configs") or {}
+        if not isinstance(configs, dict):
+            raise TypeError("configs must be an object")
+        required = tuple(str(n) for n in data.get("required") or ())
+        return BisectPlan(None if limit is None else int(limit), str(data.get("kernel") or ""), required, json.dumps(configs) if configs else "")
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise ConfigError(f"{ENV_BISECT}={value!r} is not understood ({exc}); it is set by lower-trace bisect") from None
 
 
 def _replay_from(env: Mapping[str, str]) -> tuple[bool, str]:

@@ -20,6 +20,7 @@ class PassStatus(str, enum.Enum):
     FAILED = "failed"
     # Started but never finished: the process died, or an enclosing pass failed.
     INCOMPLETE = "incomplete"
+    SKIPPED = "skipped"  # not run: lower-trace bisect was testing a pipeline without it
 
 
 class KernelStatus(str, enum.Enum):
@@ -75,6 +76,7 @@ class PassRecord:
     # pass with TL_LOWER_TRACE_REPLAY=1; what a reproducer and `lower-trace replay` load.
     input: str = ""
     repro: str = ""  # the folder of the reproducer written for this failed pass
+    ordinal: int = 0  # under lower-trace bisect: its place among the passes counted (1-based)
 
     @property
     def crashed(self) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pprint
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,17 +33,21 @@ ERROR = "error.txt"
 
 @dataclass(frozen=True)
 class ReproSpec:
-    """What a reproducer runs: `runs` (a pass name, built by factory = (module, function)) on the
-    input of that pass, under the kernel's target and pass configs."""
+    """What a reproducer runs: `passes` in order (name, factory = (module, function), or None: the
+    script looks the pass up by name), starting from the input of the first, under the kernel's
+    target and pass configs. Usually one pass, the failed one."""
 
-    failed: str  # the pass that failed
-    runs: str  # the pass the script runs: the failed one, or the innermost enclosing one Python can build
-    factory: tuple[str, str] | None  # None: the script looks the pass up by name when it runs
+    failed: str  # the pass the reproducer is about (failed, crashed, or picked with -p)
+    passes: tuple[tuple[str, tuple[str, str] | None], ...]
     kernel: str
     context: dict[str, Any] = field(default_factory=dict)  # {"target": TVM JSON, "configs": {...}}
     versions: dict[str, str] = field(default_factory=dict)
-    error: ErrorInfo | None = None
-    why: str = ""  # why `runs` is not `failed`, when it is not
+    error: ErrorInfo | None = None  # None: the pass did not fail when traced
+    why: str = ""  # why it runs more (or other) passes than the one it is about
+
+    @property
+    def first(self) -> str:
+        return self.passes[0][0]
 
 
 def folder(run_dir: str, kernel_id: str, seq: int, name: str) -> str:
@@ -51,10 +56,14 @@ def folder(run_dir: str, kernel_id: str, seq: int, name: str) -> str:
 
 
 def write(folder: str, spec: ReproSpec, ir_json: str) -> str:
-    """Write the reproducer into folder (created); returns the script's path."""
+    """Write the reproducer into folder (created; an earlier reproducer's files there replaced);
+    returns the script's path."""
     if holds_layouts(ir_json) and LAYOUT_NOTE not in spec.why:
         spec = replace(spec, why="\n\n".join(filter(None, (spec.why, f"Note: {LAYOUT_NOTE}."))))
     os.makedirs(folder, exist_ok=True)
+    for name in (INPUT, SCRIPT, ERROR):
+        if os.path.lexists(os.path.join(folder, name)):
+            os.remove(os.path.join(folder, name))
     with open(os.path.join(folder, INPUT), "w", encoding="utf-8") as handle:
         handle.write(ir_json)
     if spec.error is not None:
@@ -95,32 +104,37 @@ def script(spec: ReproSpec) -> str:
     """The text of repro.py."""
     tilelang = "tilelang" in spec.versions
     versions = ", ".join(f"{name} {version}" for name, version in spec.versions.items()) or "unknown"
-    if spec.factory is not None:
-        module, function = spec.factory
-        build = f"    import {module}\n\n    return {module}.{function}()"
-    else:
-        build = f"    return find_pass({spec.runs!r})"
+    builds = []
+    for name, factory in spec.passes:
+        builds.append(f"{factory[0]}.{factory[1]}()" if factory else f"find_pass({name!r})")
+    modules = sorted({factory[0] for _, factory in spec.passes if factory})
+    names = " -> ".join(name for name, _ in spec.passes)
     note = f"\n{spec.why}\n" if spec.why else ""
+    if spec.error is not None:
+        what = f"{spec.failed} failed on kernel {spec.kernel}.\n\nRecorded with {versions}.\nError: {_first_line(spec.error)}\n"
+        expect = f"The error should be the one above ({ERROR}); passes that now succeed print the IR they made."
+    else:
+        what = f"{spec.failed} on kernel {spec.kernel}, rerun (it did not fail when traced).\n\nRecorded with {versions}.\n"
+        expect = "It prints the IR the passes make."
     header = (
-        f'"""Reproducer written by lower-trace: {spec.failed} failed on kernel {spec.kernel}.\n\n'
-        f"Recorded with {versions}.\n"
-        f"Error: {_first_line(spec.error)}\n{note}\n"
+        f'"""Reproducer written by lower-trace: {what}{note}\n'
         f"Run it where the same compiler is installed:  python repro.py\n"
-        f"It loads the IR {spec.runs} received ({INPUT}: TVM's JSON, source spans kept) and runs\n"
-        f"{spec.runs} alone on it, under the original target and pass configs. The error should\n"
-        f"be the one above ({ERROR}); a pass that now succeeds prints the IR it made.\n"
+        f"It loads the IR {spec.first} received ({INPUT}: TVM's JSON, source spans kept) and runs\n"
+        f"{names} on it, under the original target and pass configs.\n{expect}\n"
         '"""\n'
     )
     imports = "import tilelang  # noqa: F401  (registers TileLang's passes and IR nodes)\nfrom tilelang import tvm\n" if tilelang else "import tvm\n"
+    imports += "".join(f"import {module}\n" for module in modules if module not in ("tvm",))
     configs = pprint.pformat(dict(spec.context.get("configs") or {}), sort_dicts=True)
     target = spec.context.get("target") or ""
+    listing = "".join(f"        {build},\n" for build in builds)
     return (
         header
         + "\nimport json\nimport os\nimport sys\n\n"
         + imports
         + f"\nHERE = os.path.dirname(os.path.abspath(__file__))\nPASS_CONFIGS = {configs}\nTARGET = {target!r}  # TVM's JSON of the target (and its host)\n"
-        + f"\n\ndef build_pass():\n{build}\n"
-        + _FIND_PASS.replace("{FACTORY_MODULES}", repr(FACTORY_MODULES)).replace("{ANONYMOUS}", repr(ANONYMOUS))
+        + f"\n\ndef build_passes():\n    return [\n{listing}    ]\n"
+        + (_find_pass() if any(factory is None for _, factory in spec.passes) else "")
         + _MAIN.replace("{INPUT}", INPUT)
     )
 
@@ -143,6 +157,10 @@ def find_pass(name):
     sys.exit(f"no Python factory builds the pass {name!r} here (it takes arguments, or exists only in C++)")
 '''
 
+def _find_pass() -> str:
+    return _FIND_PASS.replace("{FACTORY_MODULES}", repr(FACTORY_MODULES)).replace("{ANONYMOUS}", repr(ANONYMOUS))
+
+
 _MAIN = '''
 
 def main():
@@ -150,13 +168,14 @@ def main():
         mod = tvm.ir.load_json(handle.read())
     target = tvm.target.Target(json.loads(TARGET)) if TARGET else None
     with tvm.transform.PassContext(config=PASS_CONFIGS):
-        if target is not None:
-            with target:
-                out = build_pass()(mod)
-        else:
-            out = build_pass()(mod)
-    print(out.script())
-    print("the pass ran without an error: the failure did not reproduce here", file=sys.stderr)
+        for one_pass in build_passes():
+            if target is not None:
+                with target:
+                    mod = one_pass(mod)
+            else:
+                mod = one_pass(mod)
+    print(mod.script())
+    print("the passes ran without an error", file=sys.stderr)
 
 
 if __name__ == "__main__":
@@ -165,16 +184,8 @@ if __name__ == "__main__":
 
 
 def spec_for(
-    trace: Trace, kernel: KernelTrace, record: PassRecord, factory: tuple[str, str] | None, runs: PassRecord | None = None, why: str = ""
+    trace: Trace, kernel: KernelTrace, record: PassRecord, passes: Sequence[tuple[str, tuple[str, str] | None]], why: str = ""
 ) -> ReproSpec:
-    """The reproducer of record (a failed pass of kernel), running `runs` (default: record itself)."""
-    return ReproSpec(
-        failed=record.name,
-        runs=(runs or record).name,
-        factory=factory,
-        kernel=kernel.name,
-        context=dict(kernel.context),
-        versions=dict(trace.run.versions),
-        error=record.error,
-        why=why,
-    )
+    """The reproducer of record (a pass of kernel), running `passes` from the first one's input."""
+    error = record.error if record.status.value in ("failed", "incomplete") and record.error is not None else None
+    return ReproSpec(record.name, tuple(passes), kernel.name, dict(kernel.context), dict(trace.run.versions), error, why)

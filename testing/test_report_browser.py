@@ -33,7 +33,7 @@ def test_loads_offline_without_errors_and_opens_on_the_failure(report, real_trac
     failing = next(k for k in real_trace.kernels if k.failed_count)
     failed = next(p for p in failing.passes if p.status is PassStatus.FAILED)
     page = view.page
-    assert page.locator("#kernels .kernel-row.active .kname").inner_text() == failing.name
+    assert page.locator("#kernels .kernel-row.active .kname").text_content() == failing.name
     assert view.active() == failed.seq
     error = page.locator("#detail .error").inner_text()
     assert "ValueError" in error and "Nested parallel loops are not allowed" in error and "Traceback" in error
@@ -165,7 +165,7 @@ def test_the_latest_run_page_keeps_the_deep_link(browser, real_trace):
 
 def test_deep_links_survive_a_reload(report, real_trace):
     view = report("#k2/5")
-    assert view.page.locator("#kernels .kernel-row.active .kname").inner_text() == real_trace.kernels[1].name
+    assert view.page.locator("#kernels .kernel-row.active .kname").text_content() == real_trace.kernels[1].name
     assert view.active() == 5
     view.press("j")
     moved = view.active()
@@ -233,7 +233,7 @@ def test_hostile_names_and_ir_render_as_inert_text(browser, tmp_path):
         assert "</script><script>window.__pwned=2</script>" in detail
         assert "⟨U+202E⟩override⟨U+202C⟩" in detail and "⟨U+2066⟩isolate⟨U+2069⟩" in detail
         assert "\u202e" not in detail
-        name = page.locator("#kernels .kname").inner_text()
+        name = page.locator("#kernels .kname").text_content()
         assert name.startswith("k</script><script>window.__pwned=1</script><!--") and "⟨U+202E⟩evil" in name
         page.locator('#passes .step[data-seq="0"]').click()
         assert "y = 2 </script>" in page.locator("table.diff").inner_text()
@@ -502,7 +502,7 @@ def test_a_sweep_of_300_kernels_opens_filters_and_shows_kernel_250(browser, swee
         page.fill("#kernel-filter", f"^{base.name}_250$")
         assert page.locator("#kernel-count").inner_text() == "1 of 300 kernels"
         visible = page.locator("#kernels .kernel-row:not([hidden])")
-        assert visible.count() == 1 and visible.locator(".kname").inner_text() == f"{base.name}_250"
+        assert visible.count() == 1 and visible.locator(".kname").text_content() == f"{base.name}_250"
         page.fill("#kernel-filter", "")
         page.select_option("#kernel-status", "failed")
         failing = sum(1 for i in range(1, 301) if real_trace.kernels[(i - 1) % len(real_trace.kernels)].failed_count)
@@ -511,7 +511,7 @@ def test_a_sweep_of_300_kernels_opens_filters_and_shows_kernel_250(browser, swee
         page.fill("#kernel-filter", f"^{base.name}_250$")
         page.press("#kernel-filter", "Enter")  # opens the one kernel left
         view.settle()
-        assert page.locator("#kernels .kernel-row.active .kname").inner_text() == f"{base.name}_250"
+        assert page.locator("#kernels .kernel-row.active .kname").text_content() == f"{base.name}_250"
         changed = next(p for p in base.passes if p.status is PassStatus.CHANGED)
         page.locator(f'#passes .step[data-seq="{changed.seq}"]').click()
         view.settle()

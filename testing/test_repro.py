@@ -42,6 +42,19 @@ def transposed_fragment(N=64):
     return transposed_fragment
 
 
+def shape_mismatch():
+    """Fails in tl.LowerTileOp (a shared 32x48 tile copied to a 64x64 one), whose input holds layouts."""
+
+    @T.prim_func
+    def shape_mismatch(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            s = T.alloc_shared((32, 48), "float32")
+            T.copy(A[0:32, 0:48], s)
+            T.copy(s, B[0:64, 0:64])
+
+    return shape_mismatch
+
+
 def lower(func, config=None):
     target = tvm.target.Target(CUDA)
     with tvm.transform.PassContext(config=config or {}), target:
@@ -66,7 +79,9 @@ def cli(*args, env=None):
     return subprocess.run([lower_trace_cli(), *args], capture_output=True, text=True, timeout=300, env=env or clean_env())
 
 
-@pytest.mark.parametrize("make, failing", [(transposed_fragment, "tl.LayoutInference"), (kernels.nested_parallel, "NestedLoopChecker")])
+@pytest.mark.parametrize(
+    "make, failing", [(transposed_fragment, "tl.LayoutInference"), (kernels.nested_parallel, "NestedLoopChecker"), (shape_mismatch, "tl.LowerTileOp")]
+)
 def test_a_failed_pass_leaves_a_reproducer_that_raises_the_same_error(tmp_path, capfd, make, failing):
     truth_type, truth_line = untraced_error(make())
     with pytest.raises(Exception):
@@ -102,9 +117,17 @@ def test_show_and_repro_command_name_the_reproducer(tmp_path):
     assert (out / "input.json").read_text() == lower_trace.load_trace(run.run_dir).ir_json(failed.input)
     replayed = cli("replay", run.run_dir, "-p", str(failed.seq))
     assert replayed.returncode == 0 and "fails as recorded" in replayed.stdout and "frag: (j, i) and (i, j)" in replayed.stdout
-    # A pass whose input was not kept, and a trace with no failure: one line each, exit 2.
-    plain = cli("replay", run.run_dir, "-p", "3")
-    assert plain.returncode == 2 and "TL_LOWER_TRACE_REPLAY=1" in plain.stderr and len(plain.stderr.splitlines()) == 1
+    # Bad input: one line each, exit 2 -- a pass whose input was not kept, options that contradict,
+    # a stretch given backwards, a codegen step, a file where the folder should go.
+    for args, says in (
+        (("replay", run.run_dir, "-p", "3"), "TL_LOWER_TRACE_REPLAY=1"),
+        (("replay", run.run_dir, "-p", "3", "--from", "2"), "one or the other"),
+        (("replay", run.run_dir, "--from", "9", "--until", "4"), "swap them"),
+        (("repro", run.run_dir, "-p", "4", "-o", str(tmp_path / "x")), "was not kept"),
+        (("repro", run.run_dir, "-o", str(out / "repro.py")), "a file is there"),
+    ):
+        done = cli(*args)
+        assert done.returncode == 2 and says in done.stderr and len(done.stderr.splitlines()) == 1, (args, done.stderr)
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +222,7 @@ def test_a_pass_that_kills_the_process_still_leaves_a_reproducer(replay_trace, t
     assert written.returncode == 0, written.stderr
     rerun = run_script(str(out / "repro.py"), cwd=str(tmp_path))
     # The real pass (not the crashing stand-in) makes what it made in the pipeline that did not crash.
-    assert rerun.returncode == 0 and "did not reproduce" in rerun.stderr
+    assert rerun.returncode == 0 and "the passes ran without an error" in rerun.stderr
     assert rerun.stdout.rstrip("\n") == trace.snapshot(victim.after).rstrip("\n")
 
 

@@ -7,7 +7,8 @@ aligned pair says whether its input and its output are the same on both sides,
 and the first divergence names the pass that makes the compiles differ:
 
 - a pass that received the same IR on both sides and produced different IR (it
-  behaves differently: another pass config, another TileLang), or
+  behaves differently: another pass config, another TileLang) -- the innermost such,
+  when it is so because a pass nested in it is, or
 - when the inputs come apart without such a pass, the one-sided pass that changed
   the IR just before (a pass one pipeline has and the other does not), or
 - the start, when the kernels were different already (another kernel, another
@@ -177,12 +178,29 @@ def compare(first: Side, second: Side, ignore: Sequence[str] = ()) -> Comparison
                 divergence = Divergence("one-sided", *last_one_sided)
             else:
                 divergence = Divergence("input", -1, None, None)
+    if divergence is not None and divergence.kind == "behaves differently":
+        divergence = _innermost(rows, divergence.row)
     sources_a, sources_b = _sources(first, 0, text), _sources(second, 1, text)
     same_source = sources_a == sources_b
     if divergence is None and not same_source and last_one_sided is not None:
         divergence = Divergence("one-sided", *last_one_sided)
     shown = (sources_a[0][1] if sources_a else "", sources_b[0][1] if sources_b else "")
     return Comparison(tuple(rows), divergence, same_source, text, shown)
+
+
+def _innermost(rows: list[AlignedPass], at: int) -> Divergence:
+    """A pass that behaves differently because a pass nested in it does: name the nested one."""
+    while True:
+        outer = rows[at]
+        assert outer.a is not None and outer.b is not None
+        inner = next(
+            (i for i in range(at + 1, len(rows)) if rows[i].a is not None and rows[i].b is not None
+             and rows[i].a.parent == outer.a.seq and rows[i].b.parent == outer.b.seq and rows[i].same_input and not rows[i].same_output),
+            None,
+        )
+        if inner is None:
+            return Divergence("behaves differently", at, outer.a, outer.b)
+        at = inner
 
 
 def _same_output(a: PassRecord, b: PassRecord, text: Callable[[int, str], str]) -> bool:

@@ -25,6 +25,7 @@ from ..override import EditStore
 from ..paths import script_name
 from ..repro import ReproSpec
 from ..store import REPORT, REPRO, TraceWriter, new_run_dir, script_dir_of
+from .gate import PassGate
 from .messages import Messages
 from .sink import KernelListener
 from .worker import Worker
@@ -68,6 +69,7 @@ class TraceRun:
         # Working copies of the generated source live beside the runs (they outlive them).
         self.edits: EditStore | None = EditStore(self.script_dir) if config.writes_trace else None
         self.listeners: list[KernelListener] = []
+        self.gate: PassGate | None = PassGate(config.bisect) if config.bisect is not None else None
         self._lock = threading.Lock()
         self._register_lock = threading.Lock()
         self._kernel_count = 0
@@ -220,8 +222,9 @@ class TraceRun:
         except OSError as exc:
             self._disk_fault(exc)
             return ""
+        caveat = " (its input holds TileLang layouts, which TVM's JSON does not keep exactly: it may fail differently)" if repro.holds_layouts(ir_json) else ""
         self.messages.say(
-            f"{spec.kernel}: {spec.failed} failed; reproduce it without your program: {repro.command(folder)}",
+            f"{spec.kernel}: {spec.failed} failed; reproduce it without your program: {repro.command(folder)}{caveat}",
             group="repro", more="{n} more reproducers ({by}) written under " + short_path(os.path.join(self.run_dir, REPRO)), label=spec.kernel,
         )
         return folder

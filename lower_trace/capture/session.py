@@ -80,6 +80,7 @@ class OpenPass:
     identity: Any
     started: float
     input: str = ""  # digest of the input's TVM JSON, when kept (replay)
+    ordinal: int = 0  # its number among the passes lower-trace bisect counts
 
 
 def error_info(error: BaseException, with_traceback: bool = True) -> ErrorInfo:
@@ -128,6 +129,9 @@ class CompileSession:
         # Every pass's input kept as TVM JSON, on disk before the pass runs (TL_LOWER_TRACE_REPLAY=1).
         self.replay = bool(run.config.replay and run.config.writes_trace)
         self.context: dict[str, Any] = {}  # target and typed pass configs: what a rerun needs
+        self._ordinal = 0  # the gate's number for the pass about to start (lower-trace bisect)
+        self.keeps_started = run.config.writes_trace
+        self._started: list[OpenPass] = []  # this compile's passes so far (released at the end)
         self._finished = False
         # Filled by the worker thread; the kernel's texts go to the run's listeners with it.
         self.texts: dict[str, str] | None = {}
@@ -205,6 +209,25 @@ class CompileSession:
 
     # --- pass events (the compiler's hot path) ---------------------------------------
 
+    def should_run(self, mod: Any, name: Any, depth: int, parent: OpenPass | None) -> bool:
+        """Under lower-trace bisect: whether this pass runs; a skipped one is recorded as such."""
+        gate = self.run.gate
+        if gate is None:
+            return True
+        self._open_kernel(mod)
+        name = str(name)
+        runs = gate.should_run(self.kernel_name, name, depth)
+        self._ordinal = gate.last
+        if not runs:
+            phase, caller, better_name = self.ir.pass_origin(name, depth, parent.phase if parent else "")
+            identity = self.ir.identity(mod)
+            skipped = OpenPass(
+                seq=self._next_seq(), name=better_name or name, depth=depth, parent=parent.seq if parent else None, phase=phase,
+                caller=caller, before=self.snapshot(mod, identity), identity=identity, started=0.0, ordinal=gate.last,
+            )
+            self._record(skipped, skipped.before, status=PassStatus.SKIPPED)
+        return runs
+
     def pass_started(self, mod: Any, name: Any, depth: int, parent: OpenPass | None) -> OpenPass:
         self._open_kernel(mod)
         name = str(name)
@@ -220,7 +243,11 @@ class CompileSession:
             before=self.snapshot(mod, identity),
             identity=identity,
             started=0.0,
+            ordinal=self._ordinal,
         )
+        self._ordinal = 0
+        if self.keeps_started:
+            self._started.append(open_pass)  # held by reference: a reproducer may start from an earlier input
         if self.replay:
             self._keep_input(open_pass)
         open_pass.started = time.perf_counter()  # the pass's own time, without the tracer's
@@ -286,6 +313,7 @@ class CompileSession:
             error=error,
             input=open_pass.input,
             repro=repro,
+            ordinal=open_pass.ordinal,
         )
 
     def passes_interrupted(self, open_passes: list[OpenPass], error: BaseException | None = None) -> None:
@@ -396,7 +424,9 @@ class CompileSession:
         self._recent.clear()
         if not self.kernel_id:
             return  # no pass ran: nothing to show
+        ms = round((time.perf_counter() - self._t0) * 1000.0, 3)  # the compile's time, not the reproducer's
         self._record_failures(error)
+        self._started = []  # the passes' inputs are no longer needed
         if error is not None:
             for outcome in self._edits:
                 if outcome.uses_edit:
@@ -405,7 +435,6 @@ class CompileSession:
                         "(the compiler's errors name that file and line); the edit is kept: fix it and rerun, "
                         f"or `lower-trace edits --reset {os.path.basename(outcome.path)}` to go back to the generated source"
                     )
-        ms = round((time.perf_counter() - self._t0) * 1000.0, 3)
         failure = error_info(error) if error is not None else None
         if self.run.config.prints_terminal:
             # The terminal view comes out in order with the user's own output.
@@ -453,12 +482,16 @@ class CompileSession:
 
     def _reproduce(self, ordered: list[OpenPass], failure: ErrorInfo) -> str:
         """Keep the failing pass's input (TVM JSON) and write its reproducer: the failing pass run
-        alone, or, when Python cannot build it (it needs arguments, or exists only inside a C++
-        Sequential), the innermost enclosing pass that Python can build, on that pass's input.
-        Returns the reproducer's folder ("" when none could be written). Never raises."""
-        from ..repro import ReproSpec
+        alone, or, when Python cannot build it (it takes arguments, or exists only inside a C++
+        Sequential), the innermost enclosing pass that Python can build. When that input holds
+        TileLang layouts (which TVM's JSON does not keep exactly), it starts from the nearest
+        earlier input without them and runs the passes from there. Returns the reproducer's
+        folder ("" when none could be written). Never raises."""
+        from ..repro import ReproSpec, holds_layouts
 
         failing = ordered[-1]
+        if not self.run.config.writes_trace:
+            return ""  # nowhere to write one (terminal mode without a folder): spend nothing on it
         try:
             problem = self.ir.json_problem()
             if problem:
@@ -469,22 +502,54 @@ class CompileSession:
             while chain[-1].parent in by_seq and len(chain) <= len(ordered):
                 chain.append(by_seq[chain[-1].parent])  # type: ignore[index]
             runs = next((p for p in chain if self.ir.pass_factory(p.name) is not None), failing)
-            texts: dict[int, str] = {}
-            for open_pass in (failing, runs):
-                if open_pass.seq not in texts:
-                    texts[open_pass.seq] = self.ir.module_json(open_pass.identity)
-                    open_pass.input = open_pass.input or digest_of(texts[open_pass.seq])
-                    self.run.store_ir(open_pass.input, texts[open_pass.seq])
             why = "" if runs is failing else (
                 f"{failing.name} cannot be built from Python (it takes arguments, or exists only in C++),"
-                f" so this runs the pass it is nested in, {runs.name}, on {runs.name}'s input."
+                f" so this runs the pass it is nested in, {runs.name}."
             )
-            factory = self.ir.pass_factory(runs.name)
-            spec = ReproSpec(failing.name, runs.name, factory, self.kernel_name, dict(self.context), dict(self.run.info.versions), failure, why)
-            return self.run.write_reproducer(self.kernel_id, failing.seq, failing.name, spec, texts[runs.seq])
+            self._keep_json(failing)
+            text = self._keep_json(runs)
+            passes = [(runs.name, self.ir.pass_factory(runs.name))]
+            if holds_layouts(text):
+                earlier = self._layout_free_start(runs)
+                if earlier is not None:
+                    start, text, before = earlier
+                    passes = [*before, *passes]
+                    moved = (
+                        f"{runs.name}'s input holds TileLang layouts, which TVM's JSON does not keep exactly, so this starts"
+                        f" from the input of {start.name}, the nearest without layouts, and runs the passes from there."
+                    )
+                    why = "\n".join(filter(None, (why, moved)))
+            spec = ReproSpec(failing.name, tuple(passes), self.kernel_name, dict(self.context), dict(self.run.info.versions), failure, why)
+            return self.run.write_reproducer(self.kernel_id, failing.seq, failing.name, spec, text)
         except Exception as exc:
             self.tracer_fault(exc)
             return ""
+
+    def _keep_json(self, open_pass: OpenPass) -> str:
+        """The TVM JSON of a pass's input, stored in the trace (its `input`)."""
+        text = self.ir.module_json(open_pass.identity)
+        open_pass.input = open_pass.input or digest_of(text)
+        self.run.store_ir(open_pass.input, text)
+        return text
+
+    def _layout_free_start(self, runs: OpenPass, reach: int = 12) -> tuple[OpenPass, str, list[tuple[str, tuple[str, str] | None]]] | None:
+        """The nearest earlier pass of the same pipeline whose input holds no layout, with every pass
+        from there buildable from Python: (that pass, its input's JSON, the passes to run before runs)."""
+        from ..repro import holds_layouts
+
+        before: list[tuple[str, tuple[str, str] | None]] = []
+        siblings = [p for p in self._started if p.parent == runs.parent and p.seq < runs.seq]
+        for candidate in reversed(siblings[-reach:]):
+            factory = self.ir.pass_factory(candidate.name)
+            if factory is None:
+                return None
+            before.insert(0, (candidate.name, factory))
+            text = self.ir.module_json(candidate.identity)
+            if not holds_layouts(text):
+                candidate.input = candidate.input or digest_of(text)
+                self.run.store_ir(candidate.input, text)
+                return candidate, text, before
+        return None
 
     def tracer_fault(self, exc: BaseException) -> None:
         self.run.tracer_fault(exc)

@@ -15,6 +15,7 @@ from ..edit_outcome import EditOutcome
 from ..model import KernelTrace, RunInfo
 from ..override import EditStore
 from ..repro import ReproSpec
+from .gate import PassGate
 from .worker import Worker
 
 TextOf = Callable[[str], str]
@@ -35,6 +36,7 @@ class TraceSink(Protocol):
     info: RunInfo
     worker: Worker
     edits: EditStore | None
+    gate: PassGate | None  # which passes run, under lower-trace bisect
 
     def register_kernel(
         self, name: str, started: float, target: str, entry: str, pass_configs: dict[str, str], context: dict[str, Any] | None = None, now: bool = False

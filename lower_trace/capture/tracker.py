@@ -48,3 +48,13 @@ class PassTracker:
         except Exception as exc:  # the tracer must never break the compile
             self.session.tracer_fault(exc)
             return None
+
+
+class GatedTracker(PassTracker):
+    """The tracker with TVM's ``should_run``: in a child of lower-trace bisect, the run's gate
+    decides which passes run (a separate class, so tracing without bisect pays nothing for it)."""
+
+    def should_run(self, mod: Any, info: Any) -> bool:
+        parent = next((frame for frame in reversed(self._stack) if frame is not None), None)
+        decided = self._guard(self.session.should_run, mod, info.name, len(self._stack), parent)
+        return True if decided is None else bool(decided)  # a tracer fault never skips a pass

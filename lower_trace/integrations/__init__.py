@@ -38,10 +38,29 @@ def _attach_tvm(get_run: GetRun, module: Any) -> None:
 
         integration = TVMIntegration(get_run)
         integration.install()
+        _probe_json_if_replaying(run)
+        _apply_bisect_configs(run)
     except Exception as exc:
         run.tracer_fault(exc)
         return
     _installed.append(integration)
+
+
+def _apply_bisect_configs(run: TraceSink) -> None:
+    """In a child of lower-trace bisect --configs: the config being tried, in every PassContext."""
+    plan = run.config.bisect
+    if plan is not None and plan.configs:
+        from .extra_configs import apply
+
+        apply(plan.configs)
+
+
+def _probe_json_if_replaying(run: TraceSink) -> None:
+    """Replay mode needs TVM's JSON at the first pass: check it works now, on a thread."""
+    if run.config.replay and run.config.writes_trace:
+        from .replay import probe_soon
+
+        probe_soon()
 
 
 def _builtin_tracer_stays_off() -> Callable[[], None]:
@@ -64,6 +83,8 @@ def _attach_tilelang(get_run: GetRun) -> None:
         if integration is None:
             return
         integration.install()
+        _probe_json_if_replaying(run)
+        _apply_bisect_configs(run)
     except Exception as exc:
         run.tracer_fault(exc)
         return

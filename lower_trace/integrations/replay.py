@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from typing import Any
 
 try:  # TileLang's TVM is importable once TileLang is (and its passes registered)
@@ -41,8 +42,25 @@ assert tvm.ir.load_json(text) is not None
 """
 
 
-@functools.lru_cache(maxsize=1)
+_probe_lock = threading.Lock()
+_probed: list[str] = []
+
+
 def json_problem() -> str:
+    """Why TVM's JSON cannot be used here ("" when it can); see _probe. Callers wait for one probe."""
+    with _probe_lock:
+        if not _probed:
+            _probed.append(_probe())
+        return _probed[0]
+
+
+def probe_soon() -> None:
+    """Start the check on a thread now (replay mode needs it at the first pass: the program's own
+    imports hide most of its time)."""
+    threading.Thread(target=json_problem, name="lower-trace-json-probe", daemon=True).start()
+
+
+def _probe() -> str:
     """Why TVM's JSON cannot be used here ("" when it can). Checked once per process, in a child
     interpreter: some TVM builds crash the process in save_json (apache-tvm 0.27.0.post1 with
     apache-tvm-ffi 0.1.15.post2 segfaults on any node), which must never happen to the user's."""

@@ -16,7 +16,7 @@ from tilelang import instrumentation as tl_instr
 from ..capture.session import CompileSession
 from ..capture.sink import GetRun, TraceSink
 from .tilelang_common import PHASE_OF_FUNCTION, bypass_kernel_cache, keep_builtin_tracer_off, restore_kernel_cache, versions
-from .tvm_ir import TVMIR, SourceHooks, TrackerInstrument
+from .tvm_ir import TVMIR, SourceHooks, instrument_for
 
 TOOL_NAME = "lower-trace"
 
@@ -58,7 +58,7 @@ class _Tool(tl_instr.PassInstrumentationTool):
 
     def create_pass_instrument(self) -> Any:
         try:
-            return TrackerInstrument(self._session(_kernel_key(tl_instr.current_pass_instrument_context())))
+            return instrument_for(self._session(_kernel_key(tl_instr.current_pass_instrument_context())))
         except Exception as exc:
             self._run.tracer_fault(exc)
             return None

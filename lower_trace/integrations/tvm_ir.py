@@ -22,7 +22,7 @@ import lower_trace
 from ..capture.naming import call_sites, factory_name
 from ..capture.session import CompileSession, current_codegen
 from ..capture.sink import TraceSink
-from ..capture.tracker import PassTracker
+from ..capture.tracker import GatedTracker, PassTracker
 from . import replay
 
 _LANGUAGE_OF_CODEGEN = (
@@ -40,6 +40,12 @@ _LANGUAGE_OF_CODEGEN = (
 SKIP_DIRS = tuple(os.path.dirname(os.path.abspath(str(module.__file__))) for module in (tvm, tvm_ffi, lower_trace))
 _PASS_CALL = tvm.ir.transform.Pass.__call__.__code__
 TrackerInstrument = tvm.ir.instrument.pass_instrument(PassTracker)
+GatedInstrument = tvm.ir.instrument.pass_instrument(GatedTracker)
+
+
+def instrument_for(session: CompileSession) -> Any:
+    """The PassInstrument for a session: with should_run only under lower-trace bisect."""
+    return (GatedInstrument if session.run.gate is not None else TrackerInstrument)(session)
 # The FFI constructor takes attrs as the DictAttrs object itself (IRModule() would re-wrap them).
 _make_module = tvm.ir.module._ffi_api.IRModule
 _make_source_module = tvm_ffi.get_global_func("runtime.CSourceModuleCreate", allow_missing=True)
@@ -73,7 +79,7 @@ def run_traced(
         if attach:
             context = tvm.transform.PassContext.current()
             previous = list(context.instruments)
-            context.override_instruments([*previous, TrackerInstrument(session)])
+            context.override_instruments([*previous, instrument_for(session)])
             session.attached = True
     except Exception as exc:
         run.tracer_fault(exc)

@@ -45,6 +45,7 @@ _STATUS_STYLE = {
     PassStatus.UNCHANGED: ("dim", "no-op"),
     PassStatus.FAILED: ("red bold", "FAILED"),
     PassStatus.INCOMPLETE: ("red", "incomplete"),
+    PassStatus.SKIPPED: ("dim", "skipped"),
 }
 
 
@@ -109,6 +110,7 @@ class TerminalRenderer:
             color = color_wanted(bool(isatty and isatty()))
         self.c = Palette(color)
         self.context = context
+        self.trace_path = ""  # the run folder being shown, for commands the view suggests
 
     def _line(self, text: str = "") -> None:
         self.stream.write(text + "\n")
@@ -174,7 +176,9 @@ class TerminalRenderer:
         if record.repro:
             self._line(c("bold", f"       reproduce it without your program: python {printable(os.path.join(record.repro, 'repro.py'))}"))
         elif record.input and record.crashed:
-            self._line(c("bold", "       its input was kept: `lower-trace repro TRACE -o FOLDER` on this trace writes a reproducer"))
+            where = printable(self.trace_path) if self.trace_path else "TRACE"
+            command = f"lower-trace repro {where} -k {printable(record.kernel)} -p {record.seq} -o FOLDER"
+            self._line(c("bold", f"       its input was kept: `{command}` writes a reproducer"))
         if record.status is PassStatus.FAILED and before:
             self._line(c("red", "       the IR this pass received:"))
             for line in _text_lines(before):

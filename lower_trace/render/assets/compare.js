@@ -63,6 +63,7 @@ const LTCompare = (() => {
       if (sameInput && !sameOutput) divergence = { kind: "behaves differently", row: rows.length - 1, a, b };
       else if (!sameInput) divergence = lastOneSided ? { kind: "one-sided", ...lastOneSided } : { kind: "input", row: -1, a: null, b: null };
     }
+    if (divergence && divergence.kind === "behaves differently") divergence = innermost(rows, divergence.row);
     const sources = pairSources(sourcesOf(kernelA), sourcesOf(kernelB), (step) => step.generated || step.source);
     const compiled = (list, side) => list.map((s) => `${s.role}\u0000${text(side, s.generated || s.source)}`).join("\u0001");
     const sameSource = compiled(sourcesOf(kernelA), 0) === compiled(sourcesOf(kernelB), 1);
@@ -81,6 +82,20 @@ const LTCompare = (() => {
     const shown = (v) => (v === undefined || v === null ? "unset" : typeof v === "boolean" ? (v ? "True" : "False") : String(v));
     const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
     return keys.filter((k) => shown(a[k]) !== shown(b[k])).map((k) => `${k}: A ${shown(a[k])}, B ${shown(b[k])}`).join("; ");
+  }
+
+  // A pass behaving differently because a pass nested in it does: the nested one (compare.py's _innermost).
+  function innermost(rows, at) {
+    for (;;) {
+      const outer = rows[at];
+      let inner = -1;
+      for (let i = at + 1; i < rows.length; i++) {
+        const r = rows[i];
+        if (r.a && r.b && r.a.parent === outer.a.seq && r.b.parent === outer.b.seq && r.sameInput && !r.sameOutput) { inner = i; break; }
+      }
+      if (inner < 0) return { kind: "behaves differently", row: at, a: outer.a, b: outer.b };
+      at = inner;
+    }
   }
 
   // [[role, digestA, digestB]]: the generated sources of the two sides, paired by role, device first.

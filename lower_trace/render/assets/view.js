@@ -170,6 +170,9 @@ const LTView = (() => {
       }
     } else if (step.status === "changed") {
       main.appendChild(diffView(kernel, step, { names: [`before ${step.name}`, `after ${step.name}`], blame: true }));
+    } else if (step.status === "skipped") {
+      main.appendChild(el("p", "hint", "lower-trace bisect skipped this pass in this run (it was testing the pipeline without it)."));
+      main.appendChild(irView(snap(step.before), "the IR it would have received"));
     } else if (step.status === "unchanged") {
       main.appendChild(el("p", "hint", "This pass left the IR unchanged."));
       main.appendChild(irView(snap(step.before), "IR (before and after)", { kernel, seq: step.seq }));

@@ -1,0 +1,211 @@
+"""lower-trace bisect: which pass turns the user's check from good to bad.
+
+The check is the user's command (exit 0 good, else bad). It is run again and again,
+traced, with a pass limit N in TL_LOWER_TRACE_BISECT: in the child, the first N passes
+(in the order they start, nested ones included) run, and so do the required ones; the
+rest are skipped (capture/gate.py, through TVM's should_run). Bisecting N finds the
+first pass whose execution makes the check fail.
+
+A run whose compile fails because passes were skipped is not bad but *broken*: some
+skipped pass is required. Then the smallest limit above N that compiles again is
+found (another bisection) and the pass at that limit joins the required ones. TileLang's
+pipelines come with a built-in list (KNOWN_REQUIRED, checked by a test), so this is
+rarely needed. Nothing here imports TVM: the children do the compiling.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from .config import ENV_BISECT, ENV_DIR, ENV_MODE, ENV_REPLAY
+from .model import KernelStatus, KernelTrace, PassRecord, Trace
+from .store import TraceNotFound, load_trace
+
+# Passes TileLang's pipelines cannot do without: learned on TileLang 0.1.15's C pipeline (a
+# kernel compiled and run) and CUDA pipeline (lowered), plus the two that lower tile operators
+# (T.copy, T.gemm), which the issue's users name; testing/test_bisect.py checks the list suffices.
+KNOWN_REQUIRED = (
+    "tirx.BindTarget", "tl.MaterializeKernelLaunch", "tl.LayoutInference", "tl.LowerTileOp", "tl.LowerOpaqueBlock",
+    "tl.AnnotateDeviceRegions", "tl.SplitHostDevice", "tl.MakePackedAPI", "tl.LowerDeviceKernelLaunch", "tirx.Filter", "tl.LowerIntrin",
+)
+
+
+@dataclass
+class Step:
+    """One run of the check: under which limit, what it said, and the trace it left."""
+
+    limit: int | None
+    verdict: str  # good, bad, or broken (the compile failed: a required pass was skipped)
+    exit_code: int
+    trace: Trace | None
+    counted: int  # passes the gate numbered in this run
+    seconds: float
+
+
+@dataclass
+class Answer:
+    kind: str  # found, always-good, always-bad, broken (the check cannot run even with every pass)
+    culprit: PassRecord | None = None
+    kernel: KernelTrace | None = None
+    good: Step | None = None
+    bad: Step | None = None
+    runs: int = 0
+    required: tuple[str, ...] = ()
+    untested: tuple[str, ...] = ()  # required passes: never skipped, so never tested
+    steps: list[Step] = field(default_factory=list)
+
+
+class Bisector:
+    def __init__(
+        self, command: Sequence[str], workdir: str, kernel: str = "", required: Sequence[str] = KNOWN_REQUIRED,
+        say: Callable[[str], None] = print, timeout: float | None = None, learn_limit: int = 12,
+    ) -> None:
+        self.command = list(command)
+        self.workdir = os.path.abspath(workdir)
+        self.kernel = kernel
+        self.required = list(dict.fromkeys(required))
+        self.say = say
+        self.timeout = timeout
+        self.learn_limit = learn_limit
+        self.steps: list[Step] = []
+        self.total = 0
+        self.expected = 0  # runs a bisection takes when nothing has to be learned
+
+    # --- one run ---------------------------------------------------------------------
+
+    def plan(self, limit: int | None, configs: dict[str, object] | None = None) -> str:
+        return json.dumps({"limit": limit, "kernel": self.kernel, "required": self.required, **({"configs": configs} if configs else {})})
+
+    def env(self, limit: int | None, folder: str, configs: dict[str, object] | None = None) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k != ENV_REPLAY}
+        env.update({ENV_MODE: "html", ENV_DIR: folder, ENV_BISECT: self.plan(limit, configs), "TILELANG_DISABLE_CACHE": "1"})
+        return env
+
+    def run(self, limit: int | None, label: str, configs: dict[str, object] | None = None) -> Step:
+        number = len(self.steps) + 1
+        folder = os.path.join(self.workdir, f"run-{number:02d}-{'all' if limit is None else limit}")
+        os.makedirs(folder, exist_ok=True)
+        started = time.monotonic()
+        with open(os.path.join(folder, "output.txt"), "wb") as out:
+            try:
+                env = self.env(limit, folder, configs)
+                done = subprocess.run(self.command, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=self.timeout)
+                code = done.returncode
+            except subprocess.TimeoutExpired:
+                code = -1
+        seconds = time.monotonic() - started
+        try:
+            trace: Trace | None = load_trace(folder)
+        except TraceNotFound:
+            trace = None
+        counted = max((p.ordinal for k in trace.kernels for p in k.passes), default=0) if trace else 0
+        verdict = "broken" if self._broken(trace) else "good" if code == 0 else "bad"
+        step = Step(limit, verdict, code, trace, counted, seconds)
+        self.steps.append(step)
+        about = f" of about {self.expected}" if self.expected else ""
+        self.say(f"run {number}{about}: {label}: {verdict} (exit {code}, {seconds:.1f} s)")
+        return step
+
+    def _broken(self, trace: Trace | None) -> bool:
+        """A compile the gate took part in failed or never finished: skipping broke it."""
+        return trace is not None and any(k.status is not KernelStatus.OK and any(p.ordinal for p in k.passes) for k in trace.kernels)
+
+    # --- the search ------------------------------------------------------------------
+
+    def bisect(self) -> Answer:
+        full = self.run(None, "every pass")
+        if full.trace is None or full.counted == 0:
+            return Answer("untraced", runs=len(self.steps), steps=self.steps)
+        self.total = full.counted
+        self.expected = 3 + math.ceil(math.log2(max(self.total, 2)))
+        if any(k.status is not KernelStatus.OK for k in full.trace.kernels):
+            return Answer("broken", bad=full, runs=len(self.steps), steps=self.steps)
+        if full.verdict == "good":
+            return Answer("always-good", good=full, runs=len(self.steps), steps=self.steps, required=tuple(self.required))
+        low = self._settle(0)
+        if low.verdict == "bad":
+            return Answer("always-bad", bad=low, runs=len(self.steps), steps=self.steps, required=tuple(self.required), untested=self._untested(full))
+        good, bad = low, full
+        lo, hi = 0, self.total
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            step = self._settle(mid, f"passes 1-{mid} of {self.total}")
+            if step.verdict == "good":
+                lo, good = mid, step
+            else:
+                hi, bad = mid, step
+        if bad.limit is None or bad.limit != hi:  # the bad end is the full run: run at hi for its trace
+            bad = self._settle(hi, f"passes 1-{hi} of {self.total}")
+        culprit, kernel = _at_ordinal(bad.trace, hi)
+        return Answer(
+            "found", culprit, kernel, good, bad, len(self.steps), tuple(self.required), self._untested(full), self.steps,
+        )
+
+    def _settle(self, limit: int, label: str = "") -> Step:
+        """Run at limit; while the compile breaks, learn a required pass and run again."""
+        label = label or f"passes 1-{limit} of {self.total}"
+        step = self.run(limit, label)
+        learned = 0
+        while step.verdict == "broken" and learned < self.learn_limit:
+            name = self._learn(limit)
+            if name is None:
+                break
+            learned += 1
+            self.say(f"  {name} is required (skipping it breaks the compile): it always runs from now on")
+            step = self.run(limit, label + f" (+{name})")
+        return step
+
+    def _learn(self, limit: int) -> str | None:
+        """The smallest limit above `limit` that compiles again: the pass there is required."""
+        lo, hi, at_hi = limit, self.total, None
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            step = self.run(mid, f"learning: passes 1-{mid}")
+            if step.verdict == "broken":
+                lo = mid
+            else:
+                hi, at_hi = mid, step
+        if at_hi is None:
+            at_hi = self.run(hi, f"learning: passes 1-{hi}")
+        record, _ = _at_ordinal(at_hi.trace, hi)
+        if record is None or record.name in self.required:
+            return None
+        self.required.append(record.name)
+        return record.name
+
+    def _untested(self, full: Step) -> tuple[str, ...]:
+        names = {p.name for k in (full.trace.kernels if full.trace else ()) for p in k.passes if p.ordinal}
+        return tuple(n for n in self.required if n in names or n.rsplit(".", 1)[-1] in {x.rsplit(".", 1)[-1] for x in names})
+
+    def try_configs(self, keys: Sequence[str]) -> tuple[Step, list[tuple[str, Step]]]:
+        """The check with every pass, then with each config switched on alone: which flip it."""
+        base = self.run(None, "as it is")
+        tried = [(key, self.run(None, f"{key}=True", {key: True})) for key in keys]
+        return base, tried
+
+    def reproduce(self, limit: int | None, configs: dict[str, object] | None = None) -> str:
+        """The command line that makes one of the runs again."""
+        return f"{ENV_MODE}=html {ENV_BISECT}={shlex.quote(self.plan(limit, configs))} {shlex.join(self.command)}"
+
+
+def _at_ordinal(trace: Trace | None, ordinal: int) -> tuple[PassRecord | None, KernelTrace | None]:
+    for kernel in trace.kernels if trace else ():
+        for record in kernel.passes:
+            if record.ordinal == ordinal:
+                return record, kernel
+    return None, None
+
+
+def python_command(argv: Sequence[str]) -> list[str]:
+    """The user's command; a script path alone runs with this interpreter."""
+    if len(argv) == 1 and argv[0].endswith(".py"):
+        return [sys.executable, argv[0]]
+    return list(argv)

@@ -1,0 +1,37 @@
+"""Which passes run, in a child of ``lower-trace bisect``: the first N passes (in the order they
+start, nested ones included) and every required pass; the rest are skipped. Pure: the
+integration asks through TVM's ``PassInstrument.should_run``; nothing here imports TVM.
+
+A required pass that runs past the limit runs whole: its nested passes run with it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..config import BisectPlan
+
+
+class PassGate:
+    def __init__(self, plan: BisectPlan) -> None:
+        self.plan = plan
+        self._kernel = re.compile(plan.kernel) if plan.kernel else None
+        self._required = set(plan.required)
+        self.count = 0  # ordinals handed out: the passes of matching kernels that asked
+        self.last = 0  # the ordinal of the pass asked about last (0: not counted)
+        self._forced: list[int] = []  # depths of required passes running past the limit
+
+    def should_run(self, kernel: str, name: str, depth: int) -> bool:
+        while self._forced and self._forced[-1] >= depth:
+            self._forced.pop()  # that pass has ended: this one starts at its depth or above
+        if self._kernel is not None and not self._kernel.search(kernel):
+            self.last = 0
+            return True
+        self.count += 1
+        self.last = self.count
+        if self.plan.limit is None or self.count <= self.plan.limit or self._forced:
+            return True
+        if name in self._required or name.rsplit(".", 1)[-1] in self._required:
+            self._forced.append(depth)
+            return True
+        return False

@@ -1,0 +1,124 @@
+"""``lower-trace bisect``: the pass that turns the user's check from good to bad (lower_trace/bisect.py)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from typing import Any
+
+from .cli_select import UsageError
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    """Find the pass that breaks your result: COMMAND (your check: exit 0 good, non-zero bad) is run
+    again and again with only the first N passes (and the required ones), bisecting N."""
+    from .bisect import KNOWN_REQUIRED, Bisector, python_command
+    from .config import default_trace_dir
+    from .render.terminal import TerminalRenderer, printable
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError("give the check to run after --, e.g. lower-trace bisect -- python check.py (exit 0 = good)")
+    workdir = args.work or os.path.join(default_trace_dir(), "bisect", time.strftime("%Y%m%d-%H%M%S"))
+    required = [] if args.no_known_required else list(KNOWN_REQUIRED)
+    required += [name for item in args.required for name in item.split(",") if name]
+    bisector = Bisector(python_command(command), workdir, kernel=args.kernel or "", required=required, timeout=args.timeout, say=_say_flushed)
+    print(f"lower-trace bisect: {shlex.join(command)}  (runs and their traces in {workdir})", flush=True)
+    started = time.monotonic()
+    try:
+        if args.configs is not None:
+            return _try_configs(bisector, args.configs, started)
+        answer = bisector.bisect()
+    except KeyboardInterrupt:
+        print(f"\nstopped after {len(bisector.steps)} runs; their traces are in {workdir}")
+        return 130
+    took = f"{answer.runs} runs, {time.monotonic() - started:.0f} s"
+    if answer.kind == "untraced":
+        print(f"no pass was traced in your check's process: does it compile a TileLang kernel (with {printable(args.kernel or 'any name')})? ({took})")
+        return 1
+    if answer.kind == "broken":
+        where = answer.bad.trace.path if answer.bad and answer.bad.trace else workdir
+        print(f"the compile fails with every pass run, so there is nothing to bisect: see {where} ({took})")
+        return 1
+    if answer.kind == "always-good":
+        print(f"your check passes with every pass run: nothing to bisect (is it the check that fails for you?) ({took})")
+        return 1
+    if answer.kind == "always-bad":
+        print(f"your check fails even with every skippable pass skipped: the cause is not a pass that can be skipped ({took})")
+        if answer.untested:
+            print(f"  never skipped (required), so not tested: {', '.join(answer.untested)}")
+        return 1
+    culprit, kernel, good, bad = answer.culprit, answer.kernel, answer.good, answer.bad
+    assert culprit is not None and kernel is not None and good is not None and bad is not None and bad.trace is not None and good.trace is not None
+    print(f"first bad pass: #{culprit.seq} {printable(culprit.name)} ({printable(culprit.phase)}) of kernel {kernel.kernel_id} {printable(kernel.name)}")
+    print(f"  with the first {good.limit} passes your check passes; with the first {bad.limit} (the last of them is this one) it fails  ({took})")
+    print(f"  good run: {good.trace.path}")
+    print(f"  bad run:  {bad.trace.path}")
+    print(f"  compare them: lower-trace diff {good.trace.path}:{kernel.kernel_id} {bad.trace.path}:{kernel.kernel_id}")
+    print(f"  reproduce the bad run:  {bisector.reproduce(bad.limit)}")
+    if answer.untested:
+        print(f"  never skipped (required), so not tested: {', '.join(answer.untested)}")
+    _compare(good, bad, kernel)
+    print(f"what {printable(culprit.name)} did in the bad run:")
+    color = True if args.color == "always" else False if args.color == "never" else None
+    TerminalRenderer(sys.stdout, color=color).render_diff(bad.trace.snapshot(culprit.before), bad.trace.snapshot(culprit.after or culprit.before))
+    return 0
+
+
+def _say_flushed(text: str) -> None:
+    print(text, flush=True)
+
+
+def _compare(good: Any, bad: Any, kernel: Any) -> None:
+    """The good and the bad run's kernel compared, as lower-trace diff does: where they part."""
+    from .analysis.compare import Side, compare
+    from .render.terminal import printable
+
+    before = next((k for k in good.trace.kernels if k.kernel_id == kernel.kernel_id), None)
+    if before is None:
+        return
+    result = compare(Side(before, good.trace.snapshot), Side(kernel, bad.trace.snapshot))
+    divergence = result.divergence
+    if divergence is not None and divergence.kind != "input":
+        record = divergence.b or divergence.a
+        assert record is not None
+        source = "the same" if result.same_source else "differs"
+        print(f"  the two compiles part at #{record.seq} {printable(record.name)} ({divergence.kind}); generated source: {source}")
+
+
+def _try_configs(bisector: Any, wanted: str, started: float) -> int:
+    """--configs: each TileLang switch on its own, with every pass: which ones flip the check."""
+    from .integrations.extra_configs import switch_configs
+
+    keys = switch_configs() if wanted == "all" else [key for key in wanted.split(",") if key]
+    if not keys:
+        raise UsageError("--configs found no TileLang pass configs to try; name them: --configs tl.disable_x,tl.enable_y")
+    base, tried = bisector.try_configs(keys)
+    flips = [(key, step) for key, step in tried if step.verdict != base.verdict]
+    print(f"as it is: {base.verdict}; {len(keys)} configs tried one at a time ({len(bisector.steps)} runs, {time.monotonic() - started:.0f} s)")
+    for key, step in flips:
+        print(f"  {key}=True: {step.verdict} (flips {base.verdict} -> {step.verdict})  reproduce: {bisector.reproduce(None, {key: True})}")
+    if not flips:
+        print("  no config changes the result")
+    return 0 if flips else 1
+
+
+def add_parser(sub: Any) -> None:
+    bis = sub.add_parser("bisect", help="find the pass that makes your check fail", description=cmd_bisect.__doc__)
+    bis.add_argument("--kernel", metavar="REGEX", help="skip passes only in kernels whose name matches (others compile normally)")
+    bis.add_argument("--required", action="append", default=[], metavar="PASS[,PASS]", help="passes never to skip (added to the built-in list)")
+    bis.add_argument("--no-known-required", action="store_true", help="start without the built-in list of required TileLang passes (learn them)")
+    bis.add_argument("--work", metavar="DIR", help="where the runs' traces go (default <trace dir>/bisect/<time>)")
+    bis.add_argument("--timeout", type=float, help="seconds one run of the check may take")
+    bis.add_argument(
+        "--configs", nargs="?", const="all", metavar="KEY[,KEY]",
+        help="instead of bisecting passes, try TileLang's on/off pass configs (all, or these) one at a time",
+    )
+    bis.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    bis.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="your check: exit 0 = good, anything else = bad")
+    bis.set_defaults(func=cmd_bisect)

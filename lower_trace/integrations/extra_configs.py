@@ -1,0 +1,50 @@
+"""Pass configs added to every PassContext of a process: how lower-trace bisect --configs tries
+one TileLang config at a time in its children, with no change to the user's program."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+try:  # TileLang's TVM is importable once TileLang is
+    import tilelang  # noqa: F401
+except ImportError:
+    pass
+import tvm
+
+from .patching import Patches
+
+# The switches a user flips by hand: TileLang configs that turn something off, on, or force it.
+_SWITCH_WORDS = ("disable_", "enable_", "force_")
+
+_CONFIG_POSITION = 4  # PassContext(opt_level, required_pass, disabled_pass, instruments, config, ...)
+
+
+def apply(configs_json: str) -> Patches:
+    """Every PassContext made from now on has these configs (the ones it names win); the default
+    context too, by entering one now. Undo with the returned Patches (the default stays entered:
+    only a bisect child, which ends with the program, asks for this)."""
+    extra: dict[str, Any] = json.loads(configs_json)
+    patches = Patches()
+    original = tvm.transform.PassContext.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if len(args) > _CONFIG_POSITION:
+            args = (*args[:_CONFIG_POSITION], {**extra, **dict(args[_CONFIG_POSITION] or {})}, *args[_CONFIG_POSITION + 1 :])
+        else:
+            kwargs["config"] = {**extra, **dict(kwargs.get("config") or {})}
+        original(self, *args, **kwargs)
+
+    patches.replace(tvm.transform.PassContext, "__init__", __init__)
+    tvm.transform.PassContext(config=extra).__enter__()
+    return patches
+
+
+def switch_configs() -> list[str]:
+    """TileLang's on/off pass configs (tilelang.transform.PassConfigKey), in its order."""
+    try:
+        from tilelang.transform import PassConfigKey
+    except ImportError:
+        return []
+    keys = [str(getattr(member, "value", member)) for member in PassConfigKey]
+    return [key for key in keys if key.startswith("tl.") and any(word in key for word in _SWITCH_WORDS)]

@@ -1,0 +1,166 @@
+"""lower-trace bisect on real TileLang compiles: a C kernel compiled by gcc and run on CPU tensors,
+with a miscompiling pass slipped into TileLang's pipeline (the ground truth: the test put it
+there), and checks that are always good or always bad."""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("tilelang")
+
+from conftest import lower_trace_cli  # noqa: E402
+
+from lower_trace.bisect import KNOWN_REQUIRED, Bisector  # noqa: E402
+from lower_trace.model import PassStatus  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CHECK = """
+import sys
+sys.path.insert(0, {here!r})
+import torch, tilelang, tilelang.transform, kernels
+from tilelang import tvm
+
+INJECT = {inject!r}
+if INJECT:
+    real = getattr(tilelang.transform, INJECT)
+
+    def wrapped(*args, **kwargs):
+        # A stand-in for a compiler bug: after the real pass, 3.0 becomes 3.5.
+        @tvm.tirx.transform.prim_func_pass(opt_level=0, name="tl.BuggyConstantFold")
+        def buggy(func, mod, ctx):
+            def change(node):
+                if isinstance(node, tvm.tirx.FloatImm) and node.value == 3.0:
+                    return tvm.tirx.FloatImm(node.dtype, 3.5)
+                return None
+            return func.with_body(tvm.tirx.stmt_functor.ir_transform(func.body, None, change))
+        return tvm.transform.Sequential([real(*args, **kwargs), buggy], name="tl." + INJECT)
+
+    setattr(tilelang.transform, INJECT, wrapped)
+
+ok = True
+# With two kernels, only the second one's numbers are checked (the first is compiled all the same).
+for name, checked in (("scale", {kernels} == 1), ("other", True))[: {kernels}]:
+    func = kernels.scale_c(factor=3.0).with_attr("global_symbol", name)
+    kernel = tilelang.compile(func, target="c", execution_backend="cython")
+    a = torch.arange(64, dtype=torch.float32)
+    c = torch.zeros(64, dtype=torch.float32)
+    kernel(a, c)
+    ok = ok and (torch.allclose(c, a * 3.0) or not checked)
+sys.exit(0 if ok and not {always_bad} else 3)  # 3: wrong numbers (a crash would be 1)
+"""
+
+
+def check(tmp_path, inject="", kernels=1, always_bad=False):
+    path = tmp_path / "check.py"
+    path.write_text(textwrap.dedent(CHECK.format(here=HERE, inject=inject, kernels=kernels, always_bad=always_bad)))
+    return [sys.executable, str(path)]
+
+
+def quiet_bisector(command, workdir, **kwargs):
+    said = []
+    return Bisector(command, str(workdir), say=said.append, **kwargs), said
+
+
+def test_bisect_names_the_injected_pass(tmp_path):
+    command = check(tmp_path, inject="VectorizeLoop")
+    assert subprocess.run(command, capture_output=True).returncode == 3  # the numbers really are wrong
+    done = subprocess.run(
+        [lower_trace_cli(), "bisect", "--work", str(tmp_path / "work"), "--color", "never", "--", *command],
+        capture_output=True, text=True, timeout=900,
+    )
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert "first bad pass:" in out and "tl.BuggyConstantFold" in out.split("first bad pass:")[1].splitlines()[0], out
+    assert "run 1: every pass: bad" in out and re.search(r"^run 2 of about \d+: passes 1-0 of \d+: good", out, re.MULTILINE)
+    runs = sum(1 for line in out.splitlines() if line.startswith("run "))
+    assert runs <= 10  # log2(~66 passes) + the two ends + the bad end's trace
+    assert "is required" not in out  # the built-in list sufficed: nothing was learned
+    # The change itself: 3.0 became 3.5 in the pass's diff.
+    diff = out.split("did in the bad run:")[1]
+    assert any(line.strip().startswith("-") and "3.0" in line for line in diff.splitlines())
+    assert any(line.strip().startswith("+") and "3.5" in line for line in diff.splitlines())
+    # The command it prints reproduces the bad run.
+    line = next(line for line in out.splitlines() if "reproduce the bad run:" in line).split("reproduce the bad run:", 1)[1].strip()
+    again = subprocess.run(line, shell=True, capture_output=True, text=True, env={**os.environ, "TL_LOWER_TRACE_DIR": str(tmp_path / "again")})
+    assert again.returncode == 3
+
+
+def test_skipped_passes_are_recorded_and_the_low_end_is_good(tmp_path):
+    bisector, _ = quiet_bisector(check(tmp_path), tmp_path / "work")
+    full = bisector.run(None, "every pass")
+    low = bisector.run(0, "none")
+    assert (full.verdict, low.verdict) == ("good", "good")  # the built-in required passes make a working kernel
+    (kernel,) = low.trace.kernels
+    skipped = [p for p in kernel.passes if p.status is PassStatus.SKIPPED]
+    ran = [p for p in kernel.passes if p.status is not PassStatus.SKIPPED]
+    assert skipped and all(p.before == p.after for p in skipped)
+    names = {p.name for p in ran if p.depth == 0}
+    assert names <= set(KNOWN_REQUIRED), names
+    assert [p.ordinal for p in full.trace.kernels[0].passes] == list(range(1, full.counted + 1))
+
+
+def test_a_check_that_is_always_good_or_always_bad_gets_a_clear_answer(tmp_path):
+    bisector, _ = quiet_bisector(check(tmp_path), tmp_path / "good")
+    answer = bisector.bisect()
+    assert answer.kind == "always-good" and answer.runs == 1 and answer.culprit is None
+    bisector, _ = quiet_bisector(check(tmp_path, always_bad=True), tmp_path / "bad")
+    answer = bisector.bisect()
+    assert answer.kind == "always-bad" and answer.runs == 2 and answer.culprit is None
+    assert "tl.LowerTileOp" in answer.untested  # required passes are named as not tested
+
+
+def test_a_required_pass_missing_from_the_list_is_learned(tmp_path):
+    required = [name for name in KNOWN_REQUIRED if name != "tirx.BindTarget"]
+    bisector, said = quiet_bisector(check(tmp_path, inject="VectorizeLoop"), tmp_path / "work", required=required)
+    answer = bisector.bisect()
+    assert "tirx.BindTarget" in answer.required and any("tirx.BindTarget is required" in line for line in said)
+    assert answer.kind == "found" and answer.culprit.name == "tl.BuggyConstantFold"
+
+
+def test_kernel_scope_leaves_other_kernels_alone(tmp_path):
+    bisector, _ = quiet_bisector(check(tmp_path, inject="VectorizeLoop", kernels=2), tmp_path / "work", kernel="^other$")
+    answer = bisector.bisect()
+    assert answer.kind == "found" and answer.culprit.name == "tl.BuggyConstantFold" and answer.kernel.name == "other"
+    scale = next(k for k in answer.bad.trace.kernels if k.name == "scale")
+    assert all(p.ordinal == 0 and p.status is not PassStatus.SKIPPED for p in scale.passes)
+
+
+def test_bisect_without_a_command_is_one_line(tmp_path):
+    done = subprocess.run([lower_trace_cli(), "bisect"], capture_output=True, text=True)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and "--" in done.stderr
+
+
+def test_configs_mode_names_the_switch_that_flips_the_result(tmp_path):
+    """The bug sits in tl.LetInline, which TileLang's C pipeline runs only with tl.force_let_inline."""
+    command = check(tmp_path, inject="LetInline")
+    done = subprocess.run(
+        [lower_trace_cli(), "bisect", "--work", str(tmp_path / "work"), "--configs", "tl.force_let_inline,tl.disable_vectorize_256", "--", *command],
+        capture_output=True, text=True, timeout=600,
+    )
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert "as it is: good; 2 configs tried one at a time" in out
+    flipped = [line for line in out.splitlines() if "flips" in line]
+    assert len(flipped) == 1 and flipped[0].strip().startswith("tl.force_let_inline=True: bad (flips good -> bad)"), out
+
+
+def test_ctrl_c_stops_cleanly(tmp_path):
+    import signal
+    import time
+
+    slow = tmp_path / "slow.py"
+    slow.write_text("import time\ntime.sleep(60)\n")
+    process = subprocess.Popen(
+        [lower_trace_cli(), "bisect", "--work", str(tmp_path / "work"), "--", sys.executable, str(slow)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    time.sleep(3)
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches the whole group
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "stopped after" in out, out + err
+    assert "Traceback" not in err
