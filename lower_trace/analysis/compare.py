@@ -193,14 +193,15 @@ def _innermost(rows: list[AlignedPass], at: int) -> Divergence:
     while True:
         outer = rows[at]
         assert outer.a is not None and outer.b is not None
-        inner = next(
-            (i for i in range(at + 1, len(rows)) if rows[i].a is not None and rows[i].b is not None
-             and rows[i].a.parent == outer.a.seq and rows[i].b.parent == outer.b.seq and rows[i].same_input and not rows[i].same_output),
-            None,
-        )
+        inner = next((i for i in range(at + 1, len(rows)) if _nested_differs(rows[i], outer.a.seq, outer.b.seq)), None)
         if inner is None:
             return Divergence("behaves differently", at, outer.a, outer.b)
         at = inner
+
+
+def _nested_differs(row: AlignedPass, parent_a: int, parent_b: int) -> bool:
+    a, b = row.a, row.b
+    return a is not None and b is not None and a.parent == parent_a and b.parent == parent_b and bool(row.same_input) and not row.same_output
 
 
 def _same_output(a: PassRecord, b: PassRecord, text: Callable[[int, str], str]) -> bool:
