@@ -29,12 +29,13 @@ from .config import ENV_BISECT, ENV_DIR, ENV_MODE, ENV_REPLAY
 from .model import KernelStatus, KernelTrace, PassRecord, Trace
 from .store import TraceNotFound, load_trace
 
-# Passes TileLang's pipelines cannot do without: learned on TileLang 0.1.15's C pipeline (a
-# kernel compiled and run) and CUDA pipeline (lowered), plus the two that lower tile operators
-# (T.copy, T.gemm), which the issue's users name; testing/test_bisect.py checks the list suffices.
+# Passes TileLang's pipelines cannot do without: learned (Bisector._learn) on TileLang 0.1.15's
+# C pipeline (a kernel compiled and run) and CUDA pipeline (a pipelined GEMM lowered), plus the
+# two that lower tile operators (T.copy, T.gemm); testing/test_bisect.py checks it suffices for both.
 KNOWN_REQUIRED = (
     "tirx.BindTarget", "tl.MaterializeKernelLaunch", "tl.LayoutInference", "tl.LowerTileOp", "tl.LowerOpaqueBlock",
-    "tl.AnnotateDeviceRegions", "tl.SplitHostDevice", "tl.MakePackedAPI", "tl.LowerDeviceKernelLaunch", "tirx.Filter", "tl.LowerIntrin",
+    "tl.AnnotateDeviceRegions", "tl.SplitHostDevice", "tl.MakePackedAPI", "tl.MergeSharedMemoryAllocations", "tl.LowerDeviceKernelLaunch",
+    "tl.FlattenBuffer", "tirx.Filter", "tl.LowerIntrin",
 )
 
 

@@ -61,6 +61,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     print(f"  bad run:  {bad.trace.path}")
     print(f"  compare them: lower-trace diff {good.trace.path}:{kernel.kernel_id} {bad.trace.path}:{kernel.kernel_id}")
     print(f"  reproduce the bad run:  {bisector.reproduce(bad.limit)}")
+    print(f"  and the good one:       {bisector.reproduce(good.limit)}")
     if answer.untested:
         print(f"  never skipped (required), so not tested: {', '.join(answer.untested)}")
     _compare(good, bad, kernel)

@@ -87,6 +87,9 @@ def test_bisect_names_the_injected_pass(tmp_path):
     line = next(line for line in out.splitlines() if "reproduce the bad run:" in line).split("reproduce the bad run:", 1)[1].strip()
     again = subprocess.run(line, shell=True, capture_output=True, text=True, env={**os.environ, "TL_LOWER_TRACE_DIR": str(tmp_path / "again")})
     assert again.returncode == 3
+    line = next(line for line in out.splitlines() if "and the good one:" in line).split("and the good one:", 1)[1].strip()
+    again = subprocess.run(line, shell=True, capture_output=True, text=True, env={**os.environ, "TL_LOWER_TRACE_DIR": str(tmp_path / "again-good")})
+    assert again.returncode == 0
 
 
 def test_skipped_passes_are_recorded_and_the_low_end_is_good(tmp_path):
@@ -163,3 +166,26 @@ def test_ctrl_c_stops_cleanly(tmp_path):
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130 and "stopped after" in out, out + err
     assert "Traceback" not in err
+
+
+def test_the_known_required_passes_suffice_for_the_cuda_pipeline(tmp_path):
+    """With only the built-in required passes run, TileLang's CUDA pipeline still lowers a
+    pipelined GEMM and an elementwise kernel to CUDA source (nothing broken, nothing learned)."""
+    script = tmp_path / "lower_cuda.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {HERE!r})
+        import tilelang, kernels
+        from tilelang import tvm
+        target = tvm.target.Target({{"kind": "cuda", "arch": "sm_90a"}})
+        with target:
+            tilelang.lower(kernels.gemm(), target=target)
+            tilelang.lower(kernels.elementwise_add(), target=target)
+    """))
+    bisector, _ = quiet_bisector([sys.executable, str(script)], tmp_path / "work")
+    full = bisector.run(None, "every pass")
+    low = bisector.run(0, "only the required")
+    assert (full.verdict, low.verdict) == ("good", "good")
+    assert all(k.codegen and k.status.value == "ok" for k in low.trace.kernels)
+    skipped = [p for k in low.trace.kernels for p in k.passes if p.status is PassStatus.SKIPPED]
+    assert len(skipped) > 100
