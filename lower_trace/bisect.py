@@ -39,6 +39,10 @@ KNOWN_REQUIRED = (
 )
 
 
+class CannotRun(Exception):
+    """The check's command cannot be started (no such program, not executable)."""
+
+
 @dataclass
 class Step:
     """One run of the check: under which limit, what it said, and the trace it left."""
@@ -95,25 +99,37 @@ class Bisector:
         folder = os.path.join(self.workdir, f"run-{number:02d}-{'all' if limit is None else limit}")
         os.makedirs(folder, exist_ok=True)
         started = time.monotonic()
+        timed_out = False
         with open(os.path.join(folder, "output.txt"), "wb") as out:
             try:
                 env = self.env(limit, folder, configs)
                 done = subprocess.run(self.command, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=self.timeout)
                 code = done.returncode
             except subprocess.TimeoutExpired:
-                code = -1
+                code, timed_out = -1, True
+            except OSError as exc:  # the command itself cannot be started
+                raise CannotRun(f"cannot run {shlex.join(self.command)}: {exc.strerror or exc}") from None
         seconds = time.monotonic() - started
         try:
             trace: Trace | None = load_trace(folder)
         except TraceNotFound:
             trace = None
         counted = max((p.ordinal for k in trace.kernels for p in k.passes), default=0) if trace else 0
-        verdict = "broken" if self._broken(trace) else "good" if code == 0 else "bad"
+        if timed_out:
+            verdict = "timeout"
+        elif configs and (trace is None or not trace.kernels or self._failed(trace)):
+            verdict = "broken"  # the config stopped the compile (unknown here, wrong type, ...): not a wrong result
+        else:
+            verdict = "broken" if self._broken(trace) else "good" if code == 0 else "bad"
         step = Step(limit, verdict, code, trace, counted, seconds)
         self.steps.append(step)
         about = f" of about {self.expected}" if self.expected else ""
         self.say(f"run {number}{about}: {label}: {verdict} (exit {code}, {seconds:.1f} s)")
         return step
+
+    @staticmethod
+    def _failed(trace: Trace) -> bool:
+        return any(k.status is not KernelStatus.OK for k in trace.kernels)
 
     def _broken(self, trace: Trace | None) -> bool:
         """A compile the gate took part in failed or never finished: skipping broke it."""
@@ -123,6 +139,8 @@ class Bisector:
 
     def bisect(self) -> Answer:
         full = self.run(None, "every pass")
+        if full.verdict == "timeout":
+            return Answer("timeout", bad=full, runs=len(self.steps), steps=self.steps)
         if full.trace is None or full.counted == 0:
             return Answer("untraced", runs=len(self.steps), steps=self.steps)
         self.total = full.counted
@@ -138,24 +156,28 @@ class Bisector:
         lo, hi = 0, self.total
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            step = self._settle(mid, f"passes 1-{mid} of {self.total}")
+            step = self._settle(mid)
             if step.verdict == "good":
                 lo, good = mid, step
             else:
                 hi, bad = mid, step
         if bad.limit is None or bad.limit != hi:  # the bad end is the full run: run at hi for its trace
-            bad = self._settle(hi, f"passes 1-{hi} of {self.total}")
+            bad = self._settle(hi)
         culprit, kernel = _at_ordinal(bad.trace, hi)
         return Answer(
             "found", culprit, kernel, good, bad, len(self.steps), tuple(self.required), self._untested(full), self.steps,
         )
 
+    def label(self, limit: int) -> str:
+        return f"passes 1-{limit} of {self.total}" if limit else f"none of the {self.total} passes but the required ones"
+
     def _settle(self, limit: int, label: str = "") -> Step:
         """Run at limit; while the compile breaks, learn a required pass and run again."""
-        label = label or f"passes 1-{limit} of {self.total}"
+        label = label or self.label(limit)
         step = self.run(limit, label)
         learned = 0
         while step.verdict == "broken" and learned < self.learn_limit:
+            self.expected += math.ceil(math.log2(max(self.total - limit, 2))) + 1  # what learning one costs
             name = self._learn(limit)
             if name is None:
                 break
@@ -192,9 +214,12 @@ class Bisector:
         tried = [(key, self.run(None, f"{key}=True", {key: True})) for key in keys]
         return base, tried
 
-    def reproduce(self, limit: int | None, configs: dict[str, object] | None = None) -> str:
-        """The command line that makes one of the runs again."""
-        return f"{ENV_MODE}=html {ENV_BISECT}={shlex.quote(self.plan(limit, configs))} {shlex.join(self.command)}"
+    def reproduce(self, limit: int | None, configs: dict[str, object] | None = None, folder: str = "") -> str:
+        """The command line that makes one of the runs again, into a folder of its own (so that
+        edited working copies elsewhere are not compiled instead)."""
+        folder = folder or os.path.join(self.workdir, "again")
+        settings = f"{ENV_MODE}=html {ENV_DIR}={shlex.quote(folder)} {ENV_BISECT}={shlex.quote(self.plan(limit, configs))}"
+        return f"{settings} {shlex.join(self.command)}"
 
 
 def _at_ordinal(trace: Trace | None, ordinal: int) -> tuple[PassRecord | None, KernelTrace | None]:

@@ -197,7 +197,7 @@ class BisectPlan:
     """What TL_LOWER_TRACE_BISECT says (JSON): run passes 1..limit (None: all), and the required ones."""
 
     limit: int | None = None
-    kernel: str = ""  # regex on kernel names: other kernels compile untouched, and are not counted
+    kernel: str = ""  # regex on kernel names (or a kernel id, k2): other kernels compile untouched, uncounted
     required: tuple[str, ...] = ()
     # Pass configs to add to every PassContext of the process (lower-trace bisect --configs); JSON text.
     configs: str = ""

@@ -75,7 +75,7 @@ def test_bisect_names_the_injected_pass(tmp_path):
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     assert "first bad pass:" in out and "tl.BuggyConstantFold" in out.split("first bad pass:")[1].splitlines()[0], out
-    assert "run 1: every pass: bad" in out and re.search(r"^run 2 of about \d+: passes 1-0 of \d+: good", out, re.MULTILINE)
+    assert "run 1: every pass: bad" in out and re.search(r"^run 2 of about \d+: none of the \d+ passes but the required ones: good", out, re.MULTILINE)
     runs = sum(1 for line in out.splitlines() if line.startswith("run "))
     assert runs <= 10  # log2(~66 passes) + the two ends + the bad end's trace
     assert "is required" not in out  # the built-in list sufficed: nothing was learned
@@ -132,9 +132,27 @@ def test_kernel_scope_leaves_other_kernels_alone(tmp_path):
     assert all(p.ordinal == 0 and p.status is not PassStatus.SKIPPED for p in scale.passes)
 
 
-def test_bisect_without_a_command_is_one_line(tmp_path):
-    done = subprocess.run([lower_trace_cli(), "bisect"], capture_output=True, text=True)
-    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and "--" in done.stderr
+def test_bad_input_is_one_line(tmp_path):
+    for args, says in (
+        ((), "--"),
+        (("--", "no-such-command-anywhere"), "cannot run no-such-command-anywhere"),
+        (("--timeout", "0", "--", "true"), "--timeout"),
+        (("--kernel", "(", "--", "true"), "not a valid regex"),
+        (("--configs", "no.such_config", "--", "true"), "not a pass config this TileLang knows"),
+    ):
+        done = subprocess.run([lower_trace_cli(), "bisect", "--work", str(tmp_path / "w"), *args], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and says in done.stderr, (args, done.stdout, done.stderr)
+
+
+def test_a_config_that_stops_the_compile_is_not_a_flip(tmp_path):
+    """tl.enable_auto_warp_specialization takes a string: set to True, the compile fails. That tells
+    nothing about the check, and must not be reported as flipping it."""
+    done = subprocess.run(
+        [lower_trace_cli(), "bisect", "--work", str(tmp_path / "work"), "--configs", "tl.enable_auto_warp_specialization", "--", *check(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 1 and "no config changes the result" in done.stdout, done.stdout + done.stderr
+    assert "did not get through with (so they tell nothing): tl.enable_auto_warp_specialization=True" in done.stdout
 
 
 def test_configs_mode_names_the_switch_that_flips_the_result(tmp_path):

@@ -21,10 +21,10 @@ class PassGate:
         self.last = 0  # the ordinal of the pass asked about last (0: not counted)
         self._forced: list[int] = []  # depths of required passes running past the limit
 
-    def should_run(self, kernel: str, name: str, depth: int) -> bool:
+    def should_run(self, kernel: str, name: str, depth: int, kernel_id: str = "") -> bool:
         while self._forced and self._forced[-1] >= depth:
             self._forced.pop()  # that pass has ended: this one starts at its depth or above
-        if self._kernel is not None and not self._kernel.search(kernel):
+        if self._kernel is not None and not self._kernel.search(kernel) and not self._kernel.fullmatch(kernel_id):
             self.last = 0
             return True
         self.count += 1

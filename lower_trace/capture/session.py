@@ -216,7 +216,7 @@ class CompileSession:
             return True
         self._open_kernel(mod)
         name = str(name)
-        runs = gate.should_run(self.kernel_name, name, depth)
+        runs = gate.should_run(self.kernel_name, name, depth, self.kernel_id)
         self._ordinal = gate.last
         if not runs:
             phase, caller, better_name = self.ir.pass_origin(name, depth, parent.phase if parent else "")

@@ -48,3 +48,11 @@ def switch_configs() -> list[str]:
         return []
     keys = [str(getattr(member, "value", member)) for member in PassConfigKey]
     return [key for key in keys if key.startswith("tl.") and any(word in key for word in _SWITCH_WORDS)]
+
+
+def registered_configs() -> set[str]:
+    """The pass configs TVM accepts here (an empty set when it cannot say)."""
+    try:
+        return {str(key) for key in tvm.transform.PassContext.list_configs()}
+    except Exception:
+        return set()
