@@ -196,6 +196,11 @@ def cmd_show(args: argparse.Namespace) -> int:
             raise UsageError(f"{trace.path}: {len(steps)} passes of kernel {kernel.kernel_id} {said}; pick one by number: {numbers}")
         step = steps[0]
         digest = step.source if isinstance(step, CodegenRecord) else (step.after or step.before)
+        if args.json:
+            from .render.json_view import kernel_json, step_json
+
+            _print_json({"kernel": kernel_json(kernel), "step": step_json(step, trace.snapshot), "text": trace.snapshot(digest)})
+            return 0
         renderer.render_snapshot(trace.snapshot(digest))
         return 0
     only: dict[str, set[int]] | None = None
@@ -203,6 +208,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         only = {kernel_id: {s.seq for s in steps} for kernel_id, steps in select_steps(kernels, args.pass_).items()}
         if not any(only.values()):
             raise no_pass(trace, args.pass_, f"kernel {kernels[0].kernel_id} ({kernels[0].name})" if len(kernels) == 1 else "this run")
+    if args.json:
+        from .render.json_view import showing
+
+        _print_json(showing(trace, kernels, only, args.changed))
+        return 0
     for kernel in kernels:
         if only is not None and not only[kernel.kernel_id]:
             continue  # the pass is not in this kernel: no empty table for it
@@ -225,6 +235,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         runs = list_runs(args.trace)
         if not runs:
             load_trace(args.trace)  # raises the one-line "no trace here" error
+        if args.json:
+            _print_json({"schema": 1, "runs": [_run_entry(run_dir) for run_dir in runs]})
+            return 0
         for run_dir in runs:
             try:
                 trace = load_trace(run_dir)
@@ -240,6 +253,11 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(line + (f"  ({unfinished} did not finish)" if unfinished else ""))
         return 0
     trace = load_trace(args.trace)
+    if args.json:
+        from .render.json_view import listing
+
+        _print_json(listing(trace, args.passes))
+        return 0
     run = trace.run
     print(f"run {printable(run.run_id)}  script {printable(run.script)}  {printable(trace.path)}")
     for kernel in trace.kernels:
@@ -261,6 +279,28 @@ def cmd_list(args: argparse.Namespace) -> int:
                 else:
                     print(f"      {step.seq:>4} {printable(step.phase):<22} {'  ' * step.depth}{printable(step.name)}  {status_label(step)}")
     return 0
+
+
+def _print_json(data: object) -> None:
+    import json
+
+    json.dump(data, sys.stdout, indent=1, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def _run_entry(run_dir: str) -> dict[str, object]:
+    """One run of `list --runs --json`: its counts, or why it could not be read."""
+    from .render.terminal import kernel_state
+
+    try:
+        trace = load_trace(run_dir)
+    except TraceNotFound as exc:
+        return {"path": run_dir, "error": str(exc)}
+    states = [kernel_state(k) for k in trace.kernels]
+    return {
+        "path": run_dir, "run_id": trace.run.run_id, "started": trace.run.started, "kernels": len(states),
+        "failed": sum(1 for state in states if state in ("failed", "compile failed")), "unfinished": states.count("did not finish"),
+    }
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -369,12 +409,14 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--no-source", action="store_true", help="do not print generated source")
     show.add_argument("-U", "--context", type=int, default=3, help="lines of context around changes (default 3)")
     show.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    show.add_argument("--json", action="store_true", help="the kernels and their steps as JSON (with -p, the IR texts too)")
     show.set_defaults(func=cmd_show)
 
     lst = sub.add_parser("list", help="list the kernels (and passes) of a trace", description=cmd_list.__doc__)
     lst.add_argument("trace", nargs="?", default=default_trace, help=trace_help)
     lst.add_argument("--passes", action="store_true", help="one line per pass too")
     lst.add_argument("--runs", action="store_true", help="every run under the folder, oldest first")
+    lst.add_argument("--json", action="store_true", help="the same as JSON (docs/trace-format.md)")
     lst.set_defaults(func=cmd_list)
 
     edits = sub.add_parser("edits", help="list or reset the editable generated sources", description=cmd_edits.__doc__)
@@ -387,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     blame.add_argument("pattern", nargs="?", metavar="PATTERN", help="a regex: the history of the lines it matches")
     blame.add_argument("-k", "--kernel", help="kernel id (k1), name or number")
     blame.add_argument("--ir", metavar="PASS", help="blame the IR after PASS (default: the final TIR)")
+    blame.add_argument("--json", action="store_true", help="the answer as JSON")
     blame.set_defaults(func=cmd_blame)
 
     diff = sub.add_parser("diff", help="compare two compiles pass by pass", description=cmd_diff.__doc__)

@@ -107,6 +107,16 @@ def cmd_blame(args: argparse.Namespace) -> int:
         except re.error as exc:
             raise UsageError(f"{args.pattern!r} is not a valid regex ({exc})") from None
         found = pattern_history(changes, pattern)
+        if args.json:
+            from .render.json_view import pass_ref
+
+            matches = sum(1 for line in final_text(changes).splitlines() if pattern.search(line))
+            _print_json({
+                "kernel": kernel.kernel_id, "name": kernel.name, "pattern": args.pattern, "introduced": pass_ref(found.introduced),
+                "changed": [pass_ref(p) for p in found.changed], "removed": pass_ref(found.removed),
+                "present_at_end": found.present_at_end, "matches_at_end": matches,
+            })
+            return 0 if (found.introduced or found.present_at_end or found.removed) else 1
         print(f"kernel {kernel.kernel_id} {printable(kernel.name)}: /{printable(args.pattern)}/")
         if found.introduced is None and not found.present_at_end and found.removed is None:
             print("  no line of the IR matches, at any pass")
@@ -118,7 +128,20 @@ def cmd_blame(args: argparse.Namespace) -> int:
         print(f"  removed by     {who(found.removed) if found.removed else left}")
         return 0
     lines = blame_lines(changes)
+    if args.json:
+        from .render.json_view import pass_ref
+
+        blamed = [{"text": line.text, "pass": pass_ref(line.by)} for line in lines]
+        _print_json({"kernel": kernel.kernel_id, "name": kernel.name, "after": until, "lines": blamed})
+        return 0
     width = min(36, max((len(who(line.by)) for line in lines), default=8))
     for line in lines:
         print(f"{who(line.by)[:width]:<{width}} | {printable(line.text)}")
     return 0
+
+
+def _print_json(data: object) -> None:
+    import json
+
+    json.dump(data, sys.stdout, indent=1, ensure_ascii=False)
+    sys.stdout.write("\n")

@@ -1,0 +1,78 @@
+"""What `list --json`, `show --json` and `blame --json` print: plain data for tools (the schema is in
+docs/trace-format.md, "JSON output"). Records keep the field names of trace.jsonl."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .. import diff
+from ..model import CodegenRecord, KernelTrace, PassRecord, PassStatus, Trace, to_json
+from .terminal import kernel_state
+
+SCHEMA = 1
+
+
+def run_json(trace: Trace) -> dict[str, Any]:
+    return {"path": trace.path, **to_json(trace.run)}
+
+
+def kernel_json(kernel: KernelTrace) -> dict[str, Any]:
+    return {
+        "id": kernel.kernel_id,
+        "name": kernel.name,
+        "target": kernel.target,
+        "status": kernel.status.value,
+        "state": kernel_state(kernel),  # ok, failed, compile failed, did not finish: as the terminal says
+        "entry": kernel.entry,
+        "ms": kernel.ms,
+        "passes": len(kernel.passes),
+        "changed": kernel.changed_count,
+        "failed": kernel.failed_count,
+        "working_copy": kernel.working_copy,
+        "pass_configs": dict(kernel.pass_configs),
+    }
+
+
+def step_json(step: PassRecord | CodegenRecord, text_of: Callable[[str], str], texts: bool = False) -> dict[str, Any]:
+    """A pass or codegen record; a changed pass with its +/- line counts; with texts, the IR too."""
+    data: dict[str, Any] = {"kind": "codegen" if isinstance(step, CodegenRecord) else "pass", **to_json(step)}
+    if isinstance(step, PassRecord):
+        if step.status is PassStatus.CHANGED:
+            stats = diff.stats(text_of(step.before), text_of(step.after))
+            data.update(added=stats.added, removed=stats.removed)
+        if texts:
+            data.update(before_text=text_of(step.before), after_text=text_of(step.after) if step.after else None)
+    elif texts:
+        data.update(tir_text=text_of(step.tir), source_text=text_of(step.source))
+    return data
+
+
+def listing(trace: Trace, with_steps: bool) -> dict[str, Any]:
+    kernels = []
+    for kernel in trace.kernels:
+        item = kernel_json(kernel)
+        if with_steps:
+            item["steps"] = [step_json(step, trace.snapshot) for step in kernel.steps]
+        kernels.append(item)
+    return {"schema": SCHEMA, "run": run_json(trace), "kernels": kernels}
+
+
+def showing(trace: Trace, kernels: Iterable[KernelTrace], only: dict[str, set[int]] | None, changed_only: bool) -> dict[str, Any]:
+    """The kernels with their steps; the steps -p picked with their IR texts."""
+    shown = []
+    for kernel in kernels:
+        wanted = None if only is None else only.get(kernel.kernel_id, set())
+        if wanted is not None and not wanted:
+            continue
+        steps = [
+            step_json(step, trace.snapshot, texts=wanted is not None)
+            for step in kernel.steps
+            if (wanted is None or step.seq in wanted) and not (changed_only and isinstance(step, PassRecord) and step.status is PassStatus.UNCHANGED)
+        ]
+        shown.append({**kernel_json(kernel), "error": to_json(kernel.error) if kernel.error else None, "steps": steps})
+    return {"schema": SCHEMA, "run": run_json(trace), "kernels": shown}
+
+
+def pass_ref(record: PassRecord | None) -> dict[str, Any] | None:
+    return None if record is None else {"seq": record.seq, "name": record.name, "phase": record.phase, "depth": record.depth}
