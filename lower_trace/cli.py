@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import CodeType, ModuleType
 
 from . import __version__
-from .cli_answers import cmd_blame, cmd_diff
+from .cli_answers import cmd_blame, cmd_diff, print_json
 from .cli_bisect import add_parser as add_bisect_parser
 from .cli_rerun import add_parsers as add_rerun_parsers
 from .cli_select import UsageError, kernels_of, no_pass, select_steps, step_name
@@ -199,7 +199,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         if args.json:
             from .render.json_view import kernel_json, step_json
 
-            _print_json({"kernel": kernel_json(kernel), "step": step_json(step, trace.snapshot), "text": trace.snapshot(digest)})
+            print_json({"kernel": kernel_json(kernel), "step": step_json(step, trace.snapshot), "text": trace.snapshot(digest)})
             return 0
         renderer.render_snapshot(trace.snapshot(digest))
         return 0
@@ -211,7 +211,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         from .render.json_view import showing
 
-        _print_json(showing(trace, kernels, only, args.changed))
+        print_json(showing(trace, kernels, only, args.changed))
         return 0
     for kernel in kernels:
         if only is not None and not only[kernel.kernel_id]:
@@ -236,7 +236,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         if not runs:
             load_trace(args.trace)  # raises the one-line "no trace here" error
         if args.json:
-            _print_json({"schema": 1, "runs": [_run_entry(run_dir) for run_dir in runs]})
+            print_json({"schema": 1, "runs": [_run_entry(run_dir) for run_dir in runs]})
             return 0
         for run_dir in runs:
             try:
@@ -256,7 +256,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         from .render.json_view import listing
 
-        _print_json(listing(trace, args.passes))
+        print_json(listing(trace, args.passes))
         return 0
     run = trace.run
     print(f"run {printable(run.run_id)}  script {printable(run.script)}  {printable(trace.path)}")
@@ -279,13 +279,6 @@ def cmd_list(args: argparse.Namespace) -> int:
                 else:
                     print(f"      {step.seq:>4} {printable(step.phase):<22} {'  ' * step.depth}{printable(step.name)}  {status_label(step)}")
     return 0
-
-
-def _print_json(data: object) -> None:
-    import json
-
-    json.dump(data, sys.stdout, indent=1, ensure_ascii=False)
-    sys.stdout.write("\n")
 
 
 def _run_entry(run_dir: str) -> dict[str, object]:

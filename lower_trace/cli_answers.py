@@ -16,8 +16,6 @@ from .store import load_trace
 def cmd_diff(args: argparse.Namespace) -> int:
     """Compare two compiles pass by pass: the first pass that makes them differ, the passes only
     one ran, the generated sources. Exit status 0 when identical, 1 when they differ."""
-    import json
-
     from .analysis.compare import Side, compare
     from .render.compare_view import as_json, render
 
@@ -53,8 +51,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     try:
         if args.json:
             found = [as_json(result, (trace_a.path, ka), (trace_b.path, kb)) for ka, kb, result in results]
-            json.dump(found if len(found) != 1 else found[0], sys.stdout, indent=1)
-            sys.stdout.write("\n")
+            print_json(found if len(found) != 1 else found[0])
         else:
             for ka, kb, result in results:
                 render(sys.stdout, result, (trace_a.path, ka), (trace_b.path, kb), color=color, context=args.context)
@@ -111,7 +108,7 @@ def cmd_blame(args: argparse.Namespace) -> int:
             from .render.json_view import pass_ref
 
             matches = sum(1 for line in final_text(changes).splitlines() if pattern.search(line))
-            _print_json({
+            print_json({
                 "kernel": kernel.kernel_id, "name": kernel.name, "pattern": args.pattern, "introduced": pass_ref(found.introduced),
                 "changed": [pass_ref(p) for p in found.changed], "removed": pass_ref(found.removed),
                 "present_at_end": found.present_at_end, "matches_at_end": matches,
@@ -132,7 +129,7 @@ def cmd_blame(args: argparse.Namespace) -> int:
         from .render.json_view import pass_ref
 
         blamed = [{"text": line.text, "pass": pass_ref(line.by)} for line in lines]
-        _print_json({"kernel": kernel.kernel_id, "name": kernel.name, "after": until, "lines": blamed})
+        print_json({"kernel": kernel.kernel_id, "name": kernel.name, "after": until, "lines": blamed})
         return 0
     width = min(36, max((len(who(line.by)) for line in lines), default=8))
     for line in lines:
@@ -140,7 +137,8 @@ def cmd_blame(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_json(data: object) -> None:
+def print_json(data: object) -> None:
+    """An answer for tools (every --json of the CLI)."""
     import json
 
     json.dump(data, sys.stdout, indent=1, ensure_ascii=False)
