@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import CodeType, ModuleType
 
 from . import __version__
-from .cli_answers import cmd_blame, cmd_diff, print_json
+from .cli_answers import cmd_blame, cmd_diff, print_json, show_timing
 from .cli_bisect import add_parser as add_bisect_parser
 from .cli_rerun import add_parsers as add_rerun_parsers
 from .cli_select import UsageError, kernels_of, no_pass, select_steps, step_name
@@ -178,6 +178,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     trace = load_trace(args.trace)
     kernels = kernels_of(trace, args.kernel)
+    if args.timing:
+        return show_timing(trace, kernels, args.json)
     color = True if args.color == "always" else False if args.color == "never" else None
     renderer = TerminalRenderer(sys.stdout, color=color, context=args.context)
     renderer.trace_path = trace.path
@@ -397,6 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     which = show.add_mutually_exclusive_group()
     which.add_argument("-p", "--pass", dest="pass_", metavar="PASS", help="only this pass (sequence number or name)")
     which.add_argument("--ir", metavar="PASS", help="print the IR after PASS (the IR it received, if it failed; the source, for codegen)")
+    which.add_argument("--timing", action="store_true", help="ms, self ms and IR lines per step (one kernel); the slowest steps over the run (several)")
     show.add_argument("--changed", action="store_true", help="hide passes that changed nothing")
     show.add_argument("--no-diff", action="store_true", help="the pass table only (no diffs, no generated source)")
     show.add_argument("--no-source", action="store_true", help="do not print generated source")

@@ -9,7 +9,7 @@ import sys
 
 from .cli_select import UsageError, kernels_of, no_pass, select_steps, selected
 from .config import default_trace_dir
-from .model import PassRecord, kernel_list
+from .model import KernelTrace, PassRecord, Trace, kernel_list
 from .store import load_trace
 
 
@@ -143,3 +143,21 @@ def print_json(data: object) -> None:
 
     json.dump(data, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")
+
+
+def show_timing(trace: Trace, kernels: list[KernelTrace], as_json: bool) -> int:
+    """`show --timing`: one kernel's steps with their time and IR size; for several, the slowest
+    step names over them (the report's two timing charts)."""
+    from .render import timing_view
+    from .render.json_view import SCHEMA, kernel_json, run_json
+
+    if as_json:
+        entries = [{**kernel_json(k), "timing": timing_view.kernel_timing_json(k, trace.snapshot)} for k in kernels]
+        print_json({"schema": SCHEMA, "run": run_json(trace), "totals": timing_view.run_timing_json(kernels), "kernels": entries})
+        return 0
+    if len(kernels) == 1:
+        timing_view.write_kernel_table(sys.stdout, kernels[0], trace.snapshot)
+    else:
+        timing_view.write_run_table(sys.stdout, kernels)
+        print(f"one kernel's steps: lower-trace show --timing -k KERNEL {trace.path}")
+    return 0

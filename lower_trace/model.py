@@ -52,6 +52,26 @@ class RunInfo:
     notes: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class FragmentLayout:
+    """How a fragment buffer is spread over threads, as TileLang's layout inference decided it:
+    element (vars) -> thread ``thread_min + thread``, local index ``index``; expressions as TVM
+    prints them, in the variables ``vars`` (``_rep`` first when ``replicate`` > 1: each element
+    held by that many threads). The report evaluates them into a grid."""
+
+    buffer: str
+    shape: tuple[int, ...]
+    vars: tuple[str, ...]
+    thread: str
+    index: tuple[str, ...]
+    replicate: int = 1
+    thread_min: int = 0
+    threads: int = 0
+    function: str = ""
+    scope: str = ""
+    dtype: str = ""
+
+
 CRASHED = "the process ended while this pass ran (a hard crash: abort, segfault, or kill)"
 
 
@@ -77,6 +97,8 @@ class PassRecord:
     input: str = ""
     repro: str = ""  # the folder of the reproducer written for this failed pass
     ordinal: int = 0  # under lower-trace bisect: its place among the passes counted (1-based)
+    # Fragment layouts in the IR it returned, read only when it changed the layout annotations.
+    layouts: tuple[FragmentLayout, ...] = ()
 
     @property
     def crashed(self) -> bool:
@@ -246,7 +268,7 @@ def to_json(record: Any) -> dict[str, Any]:
         if isinstance(value, enum.Enum):
             value = value.value
         elif isinstance(value, tuple):
-            value = list(value)
+            value = [to_json(item) if hasattr(item, "__dataclass_fields__") else item for item in value]
         elif hasattr(value, "__dataclass_fields__"):
             value = to_json(value)
         out[name] = value
@@ -269,7 +291,15 @@ def pass_from_json(data: dict[str, Any]) -> PassRecord:
     values = _known(PassRecord, data)
     values["status"] = PassStatus(values.get("status", "incomplete"))
     values["error"] = _error_from(values.get("error"))
+    values["layouts"] = tuple(_layout_from(item) for item in values.get("layouts") or ())
     return PassRecord(**values)
+
+
+def _layout_from(data: dict[str, Any]) -> FragmentLayout:
+    values = _known(FragmentLayout, data)
+    for name in ("shape", "vars", "index"):
+        values[name] = tuple(values.get(name) or ())
+    return FragmentLayout(**values)
 
 
 def codegen_from_json(data: dict[str, Any]) -> CodegenRecord:

@@ -173,3 +173,47 @@ def test_disable_restores_tvm_exactly(tmp_path):
     lower_trace.disable()
     assert (tvm.compile, tvm.tirx.build, tvm.relax.build) == entries
     assert all(tvm_ffi.get_global_func(n).same_as(f) for n, f in codegen.items())
+
+
+def test_timing_shows_where_a_slow_nested_pass_spends_its_time(tmp_path, capsys):
+    """Ground truth made on purpose: a Sequential whose nested passes sleep 60 ms and 25 ms. Their
+    self time holds what they slept, the Sequential's own (inclusive minus nested) does not, and
+    on the time line each nested pass lies inside its parent; show --timing prints the same."""
+    import json
+    import time
+
+    from lower_trace.analysis.timing import kernel_timing, run_timing
+    from lower_trace.cli import main
+
+    def sleeper(name, seconds):
+        @tvm.transform.module_pass(opt_level=0, name=name)
+        def sleep(mod, ctx):
+            time.sleep(seconds)
+            return mod
+
+        return sleep
+
+    outer = tvm.transform.Sequential([sleeper("Sleep60", 0.060), tvm.tirx.transform.RemoveNoOp(), sleeper("Sleep25", 0.025)], name="outer")
+    with tvm.transform.PassContext(instruments=[lower_trace.instrument(mode="html", trace_dir=tmp_path)]):
+        outer(AddTIR)
+    run = lower_trace.current_run()
+    lower_trace.disable()
+    (kernel,) = lower_trace.load_trace(run.run_dir).kernels
+    times = {t.name: t for t in kernel_timing(kernel)}
+    slow, quick, seq = times["Sleep60"], times["Sleep25"], times["outer"]
+    assert 60 <= slow.self_ms < 200 and 25 <= quick.self_ms < 150
+    assert seq.ms >= slow.ms + quick.ms and seq.self_ms < 25  # its own time is not what its passes slept
+    for child in (slow, quick):
+        assert child.depth == seq.depth + 1 and seq.at <= child.at and child.at + child.ms <= seq.at + seq.ms + 0.01
+    assert slow.at + slow.ms <= quick.at  # in the order they ran
+    assert [t.name for t in run_timing([kernel])][:2] == ["Sleep60", "Sleep25"]
+
+    capsys.readouterr()
+    assert main(["show", "--timing", "--json", run.run_dir]) == 0
+    shown = {s["name"]: s for s in json.loads(capsys.readouterr().out)["kernels"][0]["timing"]}
+    assert shown["Sleep60"]["self_ms"] == slow.self_ms and shown["outer"]["ms"] == seq.ms
+    assert main(["show", "--timing", run.run_dir]) == 0
+    table = capsys.readouterr().out
+    row = next(line for line in table.splitlines() if line.split()[1:2] == ["Sleep60"])
+    assert row.split()[2:4] == [f"{slow.ms:.2f}", f"{slow.self_ms:.2f}"] and row.index("Sleep60") > table.splitlines()[2].index("outer")
+    assert "slowest (self time): Sleep60" in table

@@ -10,6 +10,7 @@ pass; everything the session holds is released when the compile ends.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import traceback
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..edit_outcome import EditOutcome, line_directive
-from ..model import CodegenRecord, ErrorInfo, KernelStatus, KernelTrace, PassRecord, PassStatus
+from ..model import CodegenRecord, ErrorInfo, FragmentLayout, KernelStatus, KernelTrace, PassRecord, PassStatus
 from ..store import digest_of
 from .sink import TraceSink
 from .worker import SnapshotRef
@@ -52,6 +53,8 @@ class IRAdapter(Protocol):
     def json_problem(self) -> str: ...  # why TVM's JSON cannot be used here; "" when it can
     def replay_context(self) -> dict[str, Any]: ...
     def pass_factory(self, name: str) -> tuple[str, str] | None: ...
+    # The fragment layouts of a pass's output, when its text shows it changed them (else ()).
+    def read_layouts(self, before_text: str, after_text: str, identity: Any) -> tuple[FragmentLayout, ...]: ...
 
 
 @dataclass
@@ -79,6 +82,7 @@ class OpenPass:
     before: SnapshotRef
     identity: Any
     started: float
+    tracer_ms: float = 0.0  # the session's tracer time when the pass started (see pass_finished)
     input: str = ""  # digest of the input's TVM JSON, when kept (replay)
     ordinal: int = 0  # its number among the passes lower-trace bisect counts
 
@@ -121,6 +125,10 @@ class CompileSession:
         self.started = time.time()
         self._t0 = time.perf_counter()
         self._seq = 0
+        # Time the tracer spent inside open passes (snapshots of nested passes): taken out of
+        # the enclosing pass's time, so an outer pass's time is the compiler's, not ours.
+        self._tracer_ms = 0.0
+        self._layouts_ok = True  # until reading layouts fails once
         self._recent: list[tuple[Any, SnapshotRef]] = []
         # No time is recorded for these: TVM can spend a long while building the
         # error before the context closes, which would be no measure of the pass.
@@ -229,6 +237,7 @@ class CompileSession:
         return runs
 
     def pass_started(self, mod: Any, name: Any, depth: int, parent: OpenPass | None) -> OpenPass:
+        entered = time.perf_counter()
         self._open_kernel(mod)
         name = str(name)
         phase, caller, better_name = self.ir.pass_origin(name, depth, parent.phase if parent else "")
@@ -251,6 +260,9 @@ class CompileSession:
         if self.replay:
             self._keep_input(open_pass)
         open_pass.started = time.perf_counter()  # the pass's own time, without the tracer's
+        if parent is not None:
+            self._tracer_ms += (open_pass.started - entered) * 1000.0
+        open_pass.tracer_ms = self._tracer_ms
         return open_pass
 
     def _keep_input(self, open_pass: OpenPass) -> None:
@@ -270,7 +282,8 @@ class CompileSession:
         self.run.append_record_now("pass_start", self._pass_record(open_pass, "", 0.0, PassStatus.INCOMPLETE, None))
 
     def pass_finished(self, open_pass: OpenPass, mod: Any) -> None:
-        elapsed = (time.perf_counter() - open_pass.started) * 1000.0
+        finished = time.perf_counter()
+        elapsed = (finished - open_pass.started) * 1000.0 - (self._tracer_ms - open_pass.tracer_ms)
         identity = self.ir.identity(mod)
         if self.ir.same(open_pass.identity, identity):
             after = open_pass.before
@@ -280,22 +293,49 @@ class CompileSession:
             self._remember(identity, after)
         else:
             after = self.snapshot(mod, identity)
-        self._record(open_pass, after, ms=elapsed)
+        self._record(open_pass, after, ms=max(0.0, elapsed), identity=identity if after is not open_pass.before else None)
+        if open_pass.parent is not None:
+            self._tracer_ms += (time.perf_counter() - finished) * 1000.0
 
     def _record(
-        self, open_pass: OpenPass, after: SnapshotRef | None, ms: float = 0.0, status: PassStatus | None = None, error: ErrorInfo | None = None
+        self,
+        open_pass: OpenPass,
+        after: SnapshotRef | None,
+        ms: float = 0.0,
+        status: PassStatus | None = None,
+        error: ErrorInfo | None = None,
+        identity: Any = None,
     ) -> None:
-        self.worker.submit(lambda: self._write_pass(open_pass, after, ms, status, error))
+        self.worker.submit(lambda: self._write_pass(open_pass, after, ms, status, error, identity=identity))
 
     def _write_pass(
-        self, open_pass: OpenPass, after: SnapshotRef | None, ms: float, status: PassStatus | None, error: ErrorInfo | None, repro: str = ""
+        self,
+        open_pass: OpenPass,
+        after: SnapshotRef | None,
+        ms: float,
+        status: PassStatus | None,
+        error: ErrorInfo | None,
+        repro: str = "",
+        identity: Any = None,
     ) -> None:
         after_digest = after.digest if after is not None else ""
         if status is None:  # decided by text: two different modules can print the same
             status = PassStatus.CHANGED if after_digest != open_pass.before.digest else PassStatus.UNCHANGED
         record = self._pass_record(open_pass, after_digest, ms, status, error, repro)
+        if identity is not None and status is PassStatus.CHANGED and self._layouts_ok:
+            record = dataclasses.replace(record, layouts=self._layouts(open_pass.before.digest, after_digest, identity))
         self.passes.append(record)
         self.run.append_record("pass", record)
+
+    def _layouts(self, before: str, after: str, identity: Any) -> tuple[FragmentLayout, ...]:
+        """On the worker thread: layouts are read off the (immutable) module, not on the compile's path."""
+        texts = self.texts or {}
+        try:
+            return self.ir.read_layouts(texts.get(before, ""), texts.get(after, ""), identity)
+        except Exception as exc:  # a TileLang whose layout API differs: no pictures, the trace goes on
+            self._layouts_ok = False
+            self.run.note(f"fragment layouts could not be read ({type(exc).__name__}: {exc}); the report shows no layout pictures", once="layouts")
+            return ()
 
     def _pass_record(self, open_pass: OpenPass, after: str, ms: float, status: PassStatus, error: ErrorInfo | None, repro: str = "") -> PassRecord:
         return PassRecord(

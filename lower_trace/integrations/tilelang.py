@@ -43,7 +43,7 @@ class _Tool(tl_instr.PassInstrumentationTool):
 
     def __init__(self, run: TraceSink) -> None:
         self._run = run
-        self._ir = TVMIR(tl_instr.current_pass_phase, PHASE_OF_FUNCTION)
+        self._ir = TVMIR(tl_instr.current_pass_phase, PHASE_OF_FUNCTION, layouts=True)
         self._sessions: dict[str, CompileSession] = {}
         self._active: CompileSession | None = None  # the kernel whose PassContext was made last
 

@@ -44,7 +44,7 @@ def supported() -> bool:
 class LegacyTileLangIntegration:
     def __init__(self, get_run: GetRun) -> None:
         self._get_run = get_run
-        self._ir = TVMIR(_phase.get, _PHASE_RULES)
+        self._ir = TVMIR(_phase.get, _PHASE_RULES, layouts=True)
         self._patches = Patches()
         self._codegen = GlobalFunctions()
         self._hooks = SourceHooks()

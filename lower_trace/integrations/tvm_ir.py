@@ -23,6 +23,7 @@ from ..capture.naming import call_sites, factory_name
 from ..capture.session import CompileSession, current_codegen
 from ..capture.sink import TraceSink
 from ..capture.tracker import GatedTracker, PassTracker
+from ..model import FragmentLayout
 from . import replay
 
 _LANGUAGE_OF_CODEGEN = (
@@ -135,7 +136,9 @@ class TVMIR:
         phase_rules: PhaseRules = (),
         skip_dirs: Sequence[str] = SKIP_DIRS,
         phase_of_sites: Callable[[list[Any]], str] | None = None,
+        layouts: bool = False,
     ) -> None:
+        self.layouts = layouts  # TileLang: fragment layouts are read for the report's pictures
         self.phase_provider = phase_provider
         self.phase_rules = phase_rules
         self.skip_dirs = tuple(skip_dirs)
@@ -167,6 +170,17 @@ class TVMIR:
             return _equal_part(a[0], b[0]) and _equal_part(a[1], b[1]) and _equal_functions(a[2], b[2])
         except Exception:
             return False
+
+    def read_layouts(self, before_text: str, after_text: str, identity: tuple[Any, Any, Any]) -> tuple[FragmentLayout, ...]:
+        """The fragment layouts of the IR a pass made, when its text shows other layout annotations
+        than its input's (only then: a few passes per kernel); () otherwise."""
+        if not self.layouts:
+            return ()
+        from . import tilelang_layouts
+
+        if not tilelang_layouts.changes_layouts(before_text, after_text):
+            return ()
+        return tilelang_layouts.fragment_layouts(self.rebuild(identity))
 
     def module_json(self, identity: tuple[Any, Any, Any]) -> str:
         return replay.module_json(self.rebuild(identity))

@@ -21,13 +21,17 @@ from importlib import resources
 from typing import Any
 
 from ..analysis.compare import configs_of
+from ..analysis.timing import kernel_timing, kernel_totals
 from ..edit_outcome import EditStatus
 from ..model import CodegenRecord, KernelTrace, RunInfo, to_json
 from ..store import load_trace
 from . import terminal
 
 # What the page's JS is made of, in the order it runs (each its own script element).
-SCRIPTS = ("diff.js", "text.js", "blame.js", "blocks.js", "search.js", "kernels.js", "view.js", "compare.js", "compare_view.js", "report.js")
+SCRIPTS = (
+    "diff.js", "text.js", "blame.js", "blocks.js", "search.js", "kernels.js", "view.js",
+    "compare.js", "compare_view.js", "timing.js", "layout.js", "report.js",
+)  # fmt: skip
 PAGE_FORMAT = 2  # 1: one data block + one snapshot pack; 2: append-only kernel blocks
 
 # What each edit status means, for the page. Keyed by override.EditStatus so that a
@@ -141,10 +145,14 @@ def snapshot_digests(kernel: KernelTrace) -> list[str]:
 
 
 def kernel_steps(kernel: KernelTrace) -> list[dict[str, Any]]:
+    """The steps as the page reads them: the records, with self time and place on the time line
+    (analysis/timing.py: the page's chart draws these numbers, it does not recompute them)."""
     steps = []
-    for step in kernel.steps:
-        item = to_json(step)
-        item["kind"] = "codegen" if isinstance(step, CodegenRecord) else "pass"
+    for time in kernel_timing(kernel):
+        item = to_json(time.step)
+        item["kind"] = "codegen" if isinstance(time.step, CodegenRecord) else "pass"
+        item["self"] = time.self_ms
+        item["at"] = time.at
         steps.append(item)
     return steps
 
@@ -173,6 +181,8 @@ def kernel_summary(kernel: KernelTrace, block: int, refs: list[int]) -> dict[str
         "error": error,
         "edits": edits,
         "configs": configs_of(kernel),
+        # Per step name [calls, self ms, slowest self ms, its seq]: the run's timing table, without inflating payloads.
+        "timing": kernel_totals(kernel),
         "block": block,
         "refs": refs,
     }

@@ -14,6 +14,7 @@ async function ltReport() {
     hideUnchanged: localStorage.getItem("lt-hide-unchanged") === "1",
     mode: localStorage.getItem("lt-mode") === "unified" ? "unified" : "split",
     blame: localStorage.getItem("lt-blame") === "1",
+    timing: null, // "kernel" or "run": a timing chart is in the detail pane
     compare: null, // {a, b, view}: another kernel compared with the open one, in the detail pane
   };
   const view = LTView.create(state, page.rules, { select: (seq) => selectStep(seq) });
@@ -86,6 +87,7 @@ async function ltReport() {
       row.appendChild(el("span", "seq", step.kind === "error" ? "!" : step.seq));
       const label = isCodegen(step) ? `${step.role} codegen` : step.name;
       const name = el("span", "name", label);
+      if (step.layouts && step.layouts.length) name.appendChild(el("span", "layout-badge", " ▦")).title = "this pass set fragment layouts: pictures in its view";
       row.title = isCodegen(step) ? step.function : step.name;
       name.style.paddingLeft = `${(step.depth || 0) * 14}px`;
       widest = Math.max(widest, String(label).length);
@@ -118,7 +120,8 @@ async function ltReport() {
   // --- compare with another kernel of the run ------------------------------------------------
   // The other kernels, variants of the same name first (what an autotune sweep compares).
   function renderCompareWith(kernel) {
-    const tools = $("kernel-tools"), select = $("compare-with");
+    const tools = $("compare-tools"), select = $("compare-with");
+    $("kernel-tools").hidden = false;
     tools.hidden = kernels.length < 2;
     if (tools.hidden) return;
     const others = kernels.filter((k) => k.id !== kernel.id);
@@ -172,6 +175,35 @@ async function ltReport() {
     $("compare-with").value = "";
   }
 
+  // --- timing ---------------------------------------------------------------------------------------
+  // The open kernel's chart (#k1/timing) or the run's (#timing) in the detail pane; a bar opens its pass.
+  function leaveSteps() {
+    stopComparing();
+    state.seq = null;
+    for (const row of $("passes").querySelectorAll(".step.active")) row.classList.remove("active");
+  }
+
+  const paneRoom = () => Math.max(480, $("detail").clientWidth - 40);
+
+  function showKernelTiming() {
+    const kernel = state.current;
+    if (!kernel) return;
+    leaveSteps();
+    state.timing = "kernel";
+    $("detail").replaceChildren(LTTiming.kernelChart(kernel, (seq) => selectStep(seq), "run", paneRoom()));
+    $("detail").scrollTop = 0;
+    const hash = `#${kernel.id}/timing`;
+    if (location.hash !== hash) history.replaceState(null, "", hash);
+  }
+
+  function showRunTiming() {
+    leaveSteps();
+    state.timing = "run";
+    $("detail").replaceChildren(LTTiming.runChart(kernels, (id, seq) => selectKernel(id, seq), false, paneRoom()));
+    $("detail").scrollTop = 0;
+    if (location.hash !== "#timing") history.replaceState(null, "", "#timing");
+  }
+
   // --- selection and deep links --------------------------------------------------------------
   function defaultSeq(kernel) {
     const pick = stepsOf(kernel).find((s) => s.status === "failed") || kernel.steps.find((s) => s.status === "changed") || kernel.steps[0];
@@ -209,12 +241,14 @@ async function ltReport() {
     renderCompareWith(kernel);
     renderPhases(kernel);
     renderPasses();
-    selectStep(seq !== undefined && stepsOf(kernel).some((s) => s.seq === seq) ? seq : defaultSeq(kernel));
+    if (seq === undefined && state.timing === "kernel") showKernelTiming(); // browsing kernels' charts
+    else selectStep(seq !== undefined && stepsOf(kernel).some((s) => s.seq === seq) ? seq : defaultSeq(kernel));
     delete document.body.dataset.loading;
   }
 
   function selectStep(seq) {
     stopComparing();
+    state.timing = null;
     const kernel = state.current;
     const step = kernel && stepsOf(kernel).find((s) => s.seq === seq);
     state.seq = step ? step.seq : null;
@@ -232,6 +266,11 @@ async function ltReport() {
   // Opens the kernel and step the URL names; false if it names none.
   async function fromHash() {
     const [kernelPart, seqText] = decodeURIComponent(location.hash.slice(1)).split("/");
+    if (kernelPart === "timing" && kernels.length) {
+      if (!state.current) await selectKernel(kernels[0].id);
+      showRunTiming();
+      return true;
+    }
     const [kernelId, otherId] = kernelPart.split("~");
     if (!kernelById.has(kernelId)) return false;
     if (otherId && kernelById.has(otherId)) { // a comparison: #A~B/row
@@ -242,6 +281,11 @@ async function ltReport() {
       }
       await selectKernel(kernelId);
       await compareWith(otherId, row);
+      return true;
+    }
+    if (seqText === "timing") {
+      await selectKernel(kernelId);
+      showKernelTiming();
       return true;
     }
     await selectKernel(kernelId, seqText === undefined || seqText === "" ? undefined : seqText === "error" ? "error" : Number(seqText));
@@ -333,6 +377,8 @@ async function ltReport() {
         if (first) selectKernel(first.dataset.kernel);
       }
     });
+    $("timing-kernel").addEventListener("click", showKernelTiming);
+    $("timing-run").addEventListener("click", showRunTiming);
     $("compare-with").addEventListener("change", (event) => {
       event.target.blur();
       if (event.target.value) compareWith(event.target.value);
@@ -373,6 +419,7 @@ async function ltReport() {
       else if (event.key === "j") move(1, false);
       else if (event.key === "k") move(-1, false);
       else if (event.key === "n") move(1, true);
+      else if (event.key === "t") showKernelTiming();
       else if (event.key === "/") { event.preventDefault(); $("search").focus(); }
     });
     window.addEventListener("hashchange", () => { fromHash(); });

@@ -32,6 +32,9 @@ const LTText = (() => {
     return node;
   }
 
+  // The text as a string with unsafe characters as visible marks: for SVG text, which takes no spans.
+  const visible = (text) => String(text).replace(UNSAFE_G, (ch) => "⟨U+" + ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩");
+
   // Append text where parts are marked: ranges is [[from, to, className], ...] (may overlap).
   function appendMarked(node, text, ranges) {
     if (!ranges.length) return appendText(node, text);
@@ -73,5 +76,5 @@ const LTText = (() => {
     return count;
   }
 
-  return { el, appendText, appendMarked, matchRanges, countMatches, UNSAFE };
+  return { el, appendText, appendMarked, matchRanges, countMatches, visible, UNSAFE };
 })();

@@ -169,7 +169,15 @@ const LTView = (() => {
         main.appendChild(diffView(kernel, { before: step.generated, after: step.source }, { noFullIR: true, names: ["generated", step.edit_path] }));
       }
     } else if (step.status === "changed") {
+      const layouts = step.layouts && step.layouts.length ? LTLayout.section(step, Math.max(480, main.clientWidth - 40)) : null;
+      if (layouts) {
+        const jump = el("button", "layout-jump", `▦ ${step.layouts.length} fragment layout${step.layouts.length === 1 ? "" : "s"} set by this pass: see the picture below`);
+        jump.type = "button";
+        jump.addEventListener("click", () => layouts.scrollIntoView({ block: "start" }));
+        main.appendChild(jump);
+      }
       main.appendChild(diffView(kernel, step, { names: [`before ${step.name}`, `after ${step.name}`], blame: true }));
+      if (layouts) main.appendChild(layouts);
     } else if (step.status === "skipped") {
       main.appendChild(el("p", "hint", "lower-trace bisect skipped this pass in this run (it was testing the pipeline without it)."));
       main.appendChild(irView(snap(step.before), "the IR it would have received"));

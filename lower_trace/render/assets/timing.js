@@ -1,0 +1,158 @@
+"use strict";
+// Where compile time goes, drawn as SVG by the page: a kernel's steps on one time line
+// (nested passes inside their parents; the dark part of a bar is its self time) with the IR
+// lines after each step, and a run's slowest passes over all kernels. The numbers come
+// from Python (analysis/timing.py: each step's "self" and "at", each summary's "timing");
+// the page only draws them. Clicking a bar opens that pass.
+const LTTiming = (() => {
+  const { el, visible } = LTText;
+  const NS = "http://www.w3.org/2000/svg";
+  const ROW = 18, CHAR = 7.3, TOP = 26;
+  const isCodegen = (step) => step.kind === "codegen";
+  const labelOf = (step) => (isCodegen(step) ? `${step.role} codegen` : step.name);
+  const ms = (value) => (value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2));
+
+  function svg(tag, attrs, text) {
+    const node = document.createElementNS(NS, tag);
+    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
+    if (text !== undefined) node.textContent = visible(text);
+    return node;
+  }
+
+  // Lines of a text as analysis/timing.py's line_count counts them.
+  const lineCount = (text) => (!text ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0));
+  function irLines(kernel, step) {
+    const digest = isCodegen(step) ? step.source : step.after;
+    return digest ? lineCount(kernel.snap(digest)) : null;
+  }
+
+  function toggle(labels, current, onPick) {
+    const box = el("span", "timing-toggle");
+    for (const [value, label] of labels) {
+      const button = el("button", value === current ? "on" : "", label);
+      button.type = "button";
+      button.dataset.value = value;
+      button.addEventListener("click", () => onPick(value));
+      box.appendChild(button);
+    }
+    return box;
+  }
+
+  // One kernel: a row per step. order "run": in execution order, on the time line;
+  // "self": slowest self time first, bars from zero.
+  function kernelChart(kernel, open, order = "run", room = 900) {
+    const box = el("section", "timing");
+    // Fields at their default are left out of the payload (model.to_json): a 0 ms step has no "ms".
+    const steps = kernel.steps.map((s) => ({ ...s, ms: s.ms || 0, self: s.self || 0, at: s.at || 0 }));
+    const top = steps.filter((s) => isCodegen(s) || !s.depth);
+    const passMs = top.filter((s) => !isCodegen(s)).reduce((sum, s) => sum + (s.ms || 0), 0);
+    const codegenMs = top.filter(isCodegen).reduce((sum, s) => sum + (s.ms || 0), 0);
+    const slowest = [...steps].sort((x, y) => y.self - x.self || x.seq - y.seq)[0];
+    box.appendChild(el("h2", "", `Timing · ${kernel.id} ${kernel.name}`));
+    const facts = [`compile ${ms(kernel.ms || 0)} ms`, `passes ${ms(passMs)} ms`, `codegen ${ms(codegenMs)} ms`];
+    if (slowest) facts.push(`slowest: ${labelOf(slowest)} (${ms(slowest.self)} ms self)`);
+    const head = el("div", "timing-facts muted", facts.join(" · "));
+    const redraw = (value) => box.replaceWith(kernelChart(kernel, open, value, room));
+    head.appendChild(toggle([["run", "in order"], ["self", "slowest first"]], order, redraw));
+    box.appendChild(head);
+    const rows = order === "self" ? [...steps].sort((x, y) => y.self - x.self || x.seq - y.seq) : steps;
+    box.appendChild(stepChart(kernel, rows, order, open, room));
+    return box;
+  }
+
+  // room: the pixels the pane has; the time line takes what the columns leave.
+  function stepChart(kernel, rows, order, open, room) {
+    const nested = order === "run";
+    const lines = rows.map((step) => irLines(kernel, step));
+    const maxLines = Math.max(1, ...lines.map((n) => n || 0));
+    const end = Math.max(0.001, ...rows.map((s) => (nested ? s.at + s.ms : s.ms)));
+    const nameW = Math.min(56, Math.max(12, ...rows.map((s) => labelOf(s).length + (nested ? 2 * (s.depth || 0) : 0)))) * CHAR + 44;
+    const linesW = 80, barW = Math.max(160, Math.min(520, room - nameW - 12 - 3 * 68 - 8 - linesW - 8));
+    const barX = nameW, numX = barX + barW + 12, linesX = numX + 3 * 68 + 8;
+    const width = linesX + linesW + 8;
+    const chart = svg("svg", { class: "timing-chart", width, height: TOP + rows.length * ROW + 6, role: "img" });
+    chart.appendChild(svg("text", { x: 6, y: 16, class: "th" }, "step"));
+    chart.appendChild(svg("text", { x: barX, y: 16, class: "th" }, nested ? "time line · dark: self time" : "self time (dark) and inclusive"));
+    ["ms", "self ms", "IR lines"].forEach((label, i) => chart.appendChild(svg("text", { x: numX + 60 + i * 68, y: 16, class: "th num" }, label)));
+    const scale = barW / end;
+    rows.forEach((step, i) => {
+      const y = TOP + i * ROW;
+      const g = svg("g", { class: `bar-row ${isCodegen(step) ? "codegen" : step.status}`, "data-seq": step.seq, transform: `translate(0,${y})` });
+      g.appendChild(svg("rect", { class: "row-bg", x: 0, y: 0, width, height: ROW }));
+      const indent = nested ? (step.depth || 0) * 2 * CHAR : 0;
+      g.appendChild(svg("text", { x: 6, y: 13, class: "seq" }, step.seq));
+      g.appendChild(svg("text", { x: 40 + indent, y: 13, class: "name" }, labelOf(step)));
+      const x0 = barX + (nested ? step.at * scale : 0);
+      g.appendChild(svg("rect", { class: "incl", x: x0, y: 3, width: Math.max(1, step.ms * scale), height: ROW - 6 }));
+      g.appendChild(svg("rect", { class: "self", x: x0, y: 3, width: Math.max(step.self > 0 ? 1 : 0, step.self * scale), height: ROW - 6 }));
+      const failed = step.status === "failed" || step.status === "incomplete";
+      [failed ? "" : ms(step.ms), failed ? "" : ms(step.self), lines[i] === null ? "" : lines[i]].forEach((text, k) =>
+        g.appendChild(svg("text", { x: numX + 60 + k * 68, y: 13, class: "num" }, text)));
+      if (lines[i] !== null) g.appendChild(svg("rect", { class: "ir-lines", x: linesX, y: 5, width: Math.max(1, (lines[i] / maxLines) * linesW), height: ROW - 10 }));
+      const tip = `${step.seq} ${labelOf(step)}: ${ms(step.ms)} ms, ${ms(step.self)} ms self${lines[i] === null ? "" : `, ${lines[i]} IR lines after`}`;
+      g.appendChild(svg("title", {}, tip));
+      g.addEventListener("click", () => open(step.seq));
+      chart.appendChild(g);
+    });
+    return chart;
+  }
+
+  // The run: every step name over all kernels (from the summaries, nothing inflated), most self time first.
+  function runTotals(kernels) {
+    const merged = new Map();
+    for (const kernel of kernels) {
+      for (const [name, [calls, self, max, seq]] of Object.entries(kernel.timing || {})) {
+        const old = merged.get(name) || { name, calls: 0, kernels: 0, self: 0, max: -1, kernel: "", seq: 0 };
+        old.calls += calls;
+        old.kernels += 1;
+        old.self = Math.round((old.self + self) * 1000) / 1000; // as analysis/timing.py rounds: the same ranking
+        if (max > old.max) Object.assign(old, { max, kernel: kernel.id, seq });
+        merged.set(name, old);
+      }
+    }
+    return [...merged.values()].sort((x, y) => y.self - x.self || (x.name < y.name ? -1 : 1));
+  }
+
+  const SHOWN = 40;
+  function runChart(kernels, open, all = false, room = 900) {
+    const box = el("section", "timing");
+    const totals = runTotals(kernels);
+    const compile = kernels.reduce((sum, k) => sum + (k.ms || 0), 0);
+    const selfSum = totals.reduce((sum, t) => sum + t.self, 0);
+    box.appendChild(el("h2", "", "Timing · the run"));
+    box.appendChild(el("div", "timing-facts muted", `${kernels.length} kernels · compile ${ms(compile)} ms in all · ${totals.length} step names · slowest first; a bar opens the slowest run of that step`));
+    const rows = all ? totals : totals.slice(0, SHOWN);
+    const nameW = Math.min(56, Math.max(12, ...rows.map((t) => t.name.length))) * CHAR + 12;
+    const COL = 78, barW = Math.max(120, Math.min(420, room - nameW - 12 - 5 * COL - 70));
+    const barX = nameW, numX = barX + barW + 12, width = numX + 5 * COL + 70;
+    const chart = svg("svg", { class: "timing-chart run", width, height: TOP + rows.length * ROW + 6, role: "img" });
+    chart.appendChild(svg("text", { x: 6, y: 16, class: "th" }, "step"));
+    chart.appendChild(svg("text", { x: barX, y: 16, class: "th" }, "self time"));
+    const heads = ["self ms", "% of all", "calls", "kernels", "slowest"];
+    heads.forEach((label, i) => chart.appendChild(svg("text", { x: numX + 60 + i * COL, y: 16, class: "th num" }, label)));
+    chart.appendChild(svg("text", { x: numX + 66 + 4 * COL, y: 16, class: "th" }, "in"));
+    const top = Math.max(0.001, ...rows.map((t) => t.self));
+    rows.forEach((t, i) => {
+      const g = svg("g", { class: "bar-row", "data-name": t.name, "data-kernel": t.kernel, "data-seq": t.seq, transform: `translate(0,${TOP + i * ROW})` });
+      g.appendChild(svg("rect", { class: "row-bg", x: 0, y: 0, width, height: ROW }));
+      g.appendChild(svg("text", { x: 6, y: 13, class: "name" }, t.name));
+      g.appendChild(svg("rect", { class: "self", x: barX, y: 3, width: Math.max(1, (t.self / top) * barW), height: ROW - 6 }));
+      const cells = [ms(t.self), selfSum ? `${((100 * t.self) / selfSum).toFixed(1)}%` : "", t.calls, t.kernels, ms(t.max)];
+      cells.forEach((text, k) => g.appendChild(svg("text", { x: numX + 60 + k * COL, y: 13, class: "num" }, text)));
+      g.appendChild(svg("text", { x: numX + 66 + 4 * COL, y: 13, class: "where" }, `${t.kernel}/${t.seq}`));
+      g.appendChild(svg("title", {}, `${t.name}: ${ms(t.self)} ms self over ${t.calls} calls in ${t.kernels} kernels; slowest ${ms(t.max)} ms in ${t.kernel} (step ${t.seq})`));
+      g.addEventListener("click", () => open(t.kernel, t.seq));
+      chart.appendChild(g);
+    });
+    box.appendChild(chart);
+    if (!all && totals.length > rows.length) {
+      const more = el("button", "timing-more", `show all ${totals.length}`);
+      more.type = "button";
+      more.addEventListener("click", () => box.replaceWith(runChart(kernels, open, true, room)));
+      box.appendChild(more);
+    }
+    return box;
+  }
+
+  return { kernelChart, runChart, runTotals, lineCount };
+})();

@@ -1,0 +1,86 @@
+"""`lower-trace show --timing`: the report's timing chart as a table (or JSON), from analysis/timing.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from ..analysis.timing import StepTime, ir_lines, kernel_timing, run_timing, slowest
+from ..model import KernelTrace, PassRecord, PassStatus
+from .terminal import printable
+
+TextOf = Callable[[str], str]
+SLOWEST = 10  # steps named under a kernel's table; names in a run's table
+
+
+def _ms(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def _timed(time: StepTime) -> bool:
+    """A failed pass has no meaningful time (it ends when TVM has built the error): left blank."""
+    return getattr(time.step, "status", None) not in (PassStatus.FAILED, PassStatus.INCOMPLETE)
+
+
+def write_kernel_table(out: TextIO, kernel: KernelTrace, text_of: TextOf) -> None:
+    times = kernel_timing(kernel)
+    top = [t for t in times if t.depth == 0]
+    passes = sum(t.ms for t in top if isinstance(t.step, PassRecord))
+    codegen = sum(t.ms for t in top) - passes
+    out.write(f"{kernel.kernel_id} {printable(kernel.name)}: compile {kernel.ms:.1f} ms, passes {passes:.1f} ms, codegen {codegen:.1f} ms\n")
+    width = max([24, *(len(t.name) + 2 * t.depth for t in times)])
+    out.write(f"{'seq':>4}  {'step':<{width}}  {'ms':>9}  {'self ms':>9}  {'IR lines':>8}\n")
+    for time in times:
+        lines = ir_lines(time.step, text_of)
+        name = "  " * time.depth + printable(time.name)
+        ms, self_ms = (_ms(time.ms), _ms(time.self_ms)) if _timed(time) else ("", "")
+        out.write(f"{time.seq:>4}  {name:<{width}}  {ms:>9}  {self_ms:>9}  {'' if lines is None else lines:>8}\n".rstrip() + "\n")
+    out.write(f"slowest (self time): {', '.join(f'{printable(t.name)} ({t.seq}) {t.self_ms:.1f} ms' for t in slowest(times, 5))}\n")
+
+
+def write_run_table(out: TextIO, kernels: Sequence[KernelTrace], limit: int | None = 40) -> None:
+    totals = run_timing(kernels)
+    everything = sum(t.self_ms for t in totals) or 1.0
+    out.write(f"{len(kernels)} kernels: compile {sum(k.ms for k in kernels):.1f} ms in all; step names by self time over every kernel\n")
+    shown = totals if limit is None else totals[:limit]
+    width = max([24, *(len(t.name) for t in shown)])
+    out.write(f"{'step':<{width}}  {'self ms':>10}  {'% of all':>8}  {'calls':>6}  {'kernels':>7}  {'slowest':>9}  where\n")
+    for t in shown:
+        share = f"{100 * t.self_ms / everything:.1f}%"
+        out.write(
+            f"{printable(t.name):<{width}}  {t.self_ms:>10.2f}  {share:>8}  {t.calls:>6}  {t.kernels:>7}  {t.max_self_ms:>9.2f}  {t.max_kernel}/{t.max_seq}\n"
+        )
+    if len(shown) < len(totals):
+        out.write(f"... and {len(totals) - len(shown)} more step names (--json lists them all)\n")
+
+
+def kernel_timing_json(kernel: KernelTrace, text_of: TextOf) -> list[dict[str, Any]]:
+    return [
+        {
+            "seq": t.seq,
+            "name": t.name,
+            "kind": "pass" if isinstance(t.step, PassRecord) else "codegen",
+            "depth": t.depth,
+            "parent": getattr(t.step, "parent", None),
+            "ms": t.ms,
+            "self_ms": t.self_ms,
+            "at": t.at,
+            "ir_lines": ir_lines(t.step, text_of),
+        }
+        for t in kernel_timing(kernel)
+    ]
+
+
+def run_timing_json(kernels: Sequence[KernelTrace]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": t.name,
+            "self_ms": t.self_ms,
+            "calls": t.calls,
+            "kernels": t.kernels,
+            "max_self_ms": t.max_self_ms,
+            "max_kernel": t.max_kernel,
+            "max_seq": t.max_seq,
+        }
+        for t in run_timing(kernels)
+    ]

@@ -1,0 +1,169 @@
+"""Fragment layout pictures: what the tracer reads off TileLang's layout objects, and the grid the
+report draws in Chromium, both checked against TileLang's own Fragment API element by element
+(map_forward_thread / map_forward_index on the module tl.LayoutInference returned, captured here
+through TileLang's instrumentation, not through lower-trace)."""
+
+import os
+
+import pytest
+
+import kernels
+import lower_trace
+from report_fixtures import Page, wait_until
+
+tilelang = pytest.importorskip("tilelang")
+pytest.importorskip("tilelang.instrumentation")  # 0.1.15: the modules after each pass, for the ground truth
+
+
+def modules_after_layout_inference(func, target):
+    """The IRModule tl.LayoutInference returned, through TileLang's own instrumentation."""
+    from tilelang import instrumentation as tl
+
+    seen = []
+
+    class Observer(tl.PassEventObserver):
+        def pass_finished(self, mod, event, state):
+            if event.name == "tl.LayoutInference" and event.depth == 0:
+                seen.append(mod)
+
+    class Tool(tl.PassInstrumentationTool):
+        def create_pass_instrument(self):
+            return tl.StackedPassInstrument(Observer())
+
+    with tl.compile_pass_instrumentation(name="truth", tools=[Tool()], include_default_tools=False):
+        with tilelang.transform.PassContext(opt_level=3, instruments=tl.create_pass_instruments()), target:
+            tilelang.lower(func, target=target, enable_device_compile=False)
+    (mod,) = seen
+    return mod
+
+
+def truth_of(mod):
+    """buffer name -> (Fragment, [threads per element, row-major], [local index per element])."""
+    import itertools
+
+    from tilelang.layout import Fragment
+    from tvm.tirx import SBlock
+    from tvm.tirx.stmt_functor import post_order_visit
+
+    fragments = {}
+    for _, func in mod.functions.items():
+        post_order_visit(
+            func.body,
+            lambda n: fragments.update({b.name: f for b, f in n.annotations["layout_map"].items() if isinstance(f, Fragment)})
+            if isinstance(n, SBlock) and "layout_map" in n.annotations
+            else None,
+        )
+    out = {}
+    for name, frag in fragments.items():
+        shape = [int(x) for x in frag.input_size]
+        reps, base = int(frag.replicate_size), int(frag.thread_range.min)
+        threads, local = [], []
+        for index in itertools.product(*(range(n) for n in shape)):
+            threads.append(sorted(base + int(frag.map_forward_thread([r, *index] if reps > 1 else list(index))[0]) for r in range(reps)))
+            local.append(",".join(str(int(x)) for x in frag.map_forward_index([0, *index] if reps > 1 else list(index))))
+        out[name] = (frag, threads, local)
+    return out
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    """gemm (a warp-specialized MMA accumulator on sm_90a) and row_sum (a fragment held by 32
+    threads each) traced by lower-trace, and the ground truth of each."""
+    from tilelang import tvm
+
+    target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+    funcs = {"gemm": kernels.gemm(), "row_sum": kernels.row_sum()}
+    with lower_trace.trace(mode="html", trace_dir=str(tmp_path_factory.mktemp("layouts"))) as run:
+        with target:
+            for func in funcs.values():
+                tilelang.lower(func, target=target)
+    truth = {name: truth_of(modules_after_layout_inference(func, target)) for name, func in funcs.items()}
+    return lower_trace.load_trace(run.run_dir), truth
+
+
+def test_layouts_are_read_for_the_passes_that_set_them_and_match_tilelangs_fragments(traced):
+    trace, truth = traced
+    for kernel in trace.kernels:
+        with_layouts = [p for p in kernel.passes if p.layouts]
+        assert [p.name for p in with_layouts] == ["tl.LayoutInference"]  # the one pass that set them
+        (inference,) = with_layouts
+        expected = truth[kernel.name]
+        assert {f.buffer for f in inference.layouts} == set(expected)
+        for layout in inference.layouts:
+            frag = expected[layout.buffer][0]
+            assert layout.shape == tuple(int(x) for x in frag.input_size)
+            assert layout.replicate == int(frag.replicate_size) and layout.threads == int(frag.get_thread_size())
+            assert layout.thread == str(frag.forward_thread) and layout.index == tuple(str(e) for e in frag.forward_index)
+            assert layout.scope == "local.fragment"
+    row_sum = next(p for p in trace.kernel("row_sum").passes if p.layouts)
+    assert any(f.replicate > 1 for f in row_sum.layouts)  # its row sums: one value per row, held by many threads
+
+
+def _grid(page):
+    return page.eval_on_selector_all("#layouts rect[data-e]", "rs => rs.map(r => [r.dataset.t, r.dataset.l])")
+
+
+def test_the_report_draws_each_fragment_as_tilelang_maps_it(browser, traced):
+    trace, truth = traced
+    for kernel in trace.kernels:
+        (inference,) = [p for p in kernel.passes if p.layouts]
+        view = Page(browser, os.path.join(trace.path, "report.html"), f"#{kernel.kernel_id}/{inference.seq}")
+        view.settle()
+        page = view.page
+        assert page.locator(f'#passes .step[data-seq="{inference.seq}"] .layout-badge').count() == 1
+        for layout in inference.layouts:
+            page.click(f"#layouts .layout-buffers button[data-buffer='{layout.buffer}']")
+            wait_until(page, f"() => document.querySelector('#layouts .layout-buffers button.on').dataset.buffer === '{layout.buffer}'")
+            _, threads, local = truth[kernel.name][layout.buffer]
+            drawn = _grid(page)
+            assert len(drawn) == len(threads)
+            assert [sorted(int(t) for t in cell[0].split(",")) for cell in drawn] == threads, layout.buffer
+            assert [cell[1] for cell in drawn] == local, layout.buffer
+        # Highlight one thread: exactly the elements TileLang gives it stay lit.
+        first = inference.layouts[0]
+        _, threads, _ = truth[kernel.name][first.buffer]
+        page.click(f"#layouts .layout-buffers button[data-buffer='{first.buffer}']")
+        pick = first.thread_min + 5
+        page.fill("#layouts .layout-thread", str(pick))
+        held = sum(1 for ts in threads if pick in ts)
+        assert held and page.locator("#layouts rect.mine").count() == held
+        assert page.locator("#layouts .layout-status").inner_text().startswith(f"thread {pick} (warp {pick // 32}, lane {pick % 32}) holds {held} element")
+        # Clicking an element highlights the thread that holds it.
+        page.click("#layouts rect[data-e='0']")
+        assert page.locator("#layouts .layout-thread").input_value() == str(threads[0][0])
+        assert view.errors() == []
+        view.close()
+
+
+def test_the_page_evaluates_tvm_expressions_as_tvm_does(browser, traced, tmp_path):
+    """Each operator TVM may print in an index expression, on negative values too, against
+    TVM's own constant folding of the same expression."""
+    from tvm import tirx
+    from tvm.arith import Analyzer
+
+    trace, _ = traced
+    i, j = tirx.Var("_i", "int32"), tirx.Var("_j", "int32")
+    exprs = [
+        tirx.floordiv(i * 7 - j, 4) + tirx.floormod(i - j * 3, 5),
+        tirx.truncdiv(i - 9, 4) * 3 + tirx.truncmod(j - 7, 3),
+        tirx.Min(i, j) * 2 - tirx.Max(i - 3, j),
+        tirx.Select(i < j, i * 2, j + 1) + tirx.if_then_else(i >= 2, 1, 0),
+        tirx.Cast("int64", i) * tirx.IntImm("int64", 3) + tirx.Cast("int64", j),
+        (i + j) % 2 * 16 - i // 3,
+    ]
+    view = Page(browser, os.path.join(trace.path, "report.html"))
+    analyzer = Analyzer()
+    for expr in exprs:
+        text = str(expr)
+        for a, b in [(0, 0), (3, 5), (-4, 7), (9, -2), (-5, -6)]:
+            expected = int(analyzer.simplify(tirx.stmt_functor.substitute(expr, {i: tirx.IntImm("int32", a), j: tirx.IntImm("int32", b)})))
+            got = view.page.evaluate("([t, a, b]) => LTLayout.compile(t)({_i: a, _j: b})", [text, a, b])
+            assert got == expected, (text, a, b)
+    # TVM's simplifier does not fold bitwise calls: those against C's (Python's) operators on int32.
+    bitwise = tirx.shift_right(i * 8 + j, 2) + tirx.bitwise_xor(i, j) + tirx.bitwise_and(i, 6) + tirx.bitwise_or(j, 1)
+    for a, b in [(0, 0), (3, 5), (-4, 7), (9, -2), (-5, -6)]:
+        got = view.page.evaluate("([t, a, b]) => LTLayout.compile(t)({_i: a, _j: b})", [str(bitwise), a, b])
+        assert got == ((a * 8 + b) >> 2) + (a ^ b) + (a & 6) + (b | 1), (str(bitwise), a, b)
+    with pytest.raises(Exception, match="cannot evaluate"):
+        view.page.evaluate("() => LTLayout.compile('T.weird_op(_i)')({_i: 1})")
+    view.close()

@@ -1,0 +1,151 @@
+"""Where compile time goes: analysis/timing.py on real TileLang compiles, `show --timing`, and the
+report's two charts in Chromium, checked against the trace's own records. (Ground truth made on
+purpose, nested passes that sleep a known time, is in test_plain_tvm.py.)"""
+
+import dataclasses
+import json
+import os
+
+import pytest
+
+from lower_trace.analysis.timing import kernel_timing, line_count, run_timing
+from lower_trace.cli import main
+from lower_trace.model import CodegenRecord, PassStatus
+from report_fixtures import Page, sweep_report, wait_until
+
+
+def test_time_is_conserved_and_nested_passes_lie_inside_their_parents(real_trace):
+    for kernel in real_trace.kernels:
+        times = kernel_timing(kernel)
+        assert [t.seq for t in times] == [s.seq for s in kernel.steps]
+        by_seq = {t.seq: t for t in times}
+        top = [t for t in times if t.depth == 0]
+        # Self times add up to the top-level steps' inclusive time: nothing counted twice.
+        assert sum(t.self_ms for t in times) == pytest.approx(sum(t.ms for t in top), abs=0.002 * len(times))
+        at = 0.0
+        for t in top:  # one after another, in the order they ran
+            assert t.at == pytest.approx(at, abs=0.002 * len(times))
+            at += t.ms
+        for t in times:
+            parent = getattr(t.step, "parent", None)
+            if parent is None:
+                continue
+            outer = by_seq[parent]
+            children = [c for c in times if getattr(c.step, "parent", None) == parent]
+            assert outer.self_ms == pytest.approx(max(0.0, outer.ms - sum(c.ms for c in children)), abs=0.002)
+            assert outer.at - 0.002 <= t.at and t.at + t.ms <= outer.at + outer.ms + 0.002 * len(children) + 0.002
+    gemm = real_trace.kernel("gemm")
+    assert any(t.depth > 0 for t in kernel_timing(gemm))  # tl.LowerTileOp runs passes inside itself
+
+
+def test_show_timing_prints_a_kernel_table_and_the_runs_slowest_steps(real_trace, capsys):
+    gemm = real_trace.kernel("gemm")
+    assert main(["show", "--timing", "-k", gemm.kernel_id, real_trace.path]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{gemm.kernel_id} gemm: compile {gemm.ms:.1f} ms")
+    rows = {int(line.split()[0]): line for line in lines[2:-1]}
+    for t in kernel_timing(gemm):
+        row = rows[t.seq]
+        assert row.split()[1] == t.name.split()[0]
+        digest = t.step.source if isinstance(t.step, CodegenRecord) else t.step.after
+        assert row.split()[-1] == str(line_count(real_trace.snapshot(digest)))  # IR lines after it
+        if getattr(t.step, "status", None) is not PassStatus.FAILED:
+            assert f"{t.ms:.2f}" in row and f"{t.self_ms:.2f}" in row
+        assert row.index(t.name) - row.index(str(t.seq)) - len(str(t.seq)) == 2 + 2 * t.depth  # nested: indented
+    # Several kernels: the step names over all of them, slowest first, as --json says.
+    assert main(["show", "--timing", real_trace.path]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].startswith(f"{len(real_trace.kernels)} kernels")
+    truth = run_timing(real_trace.kernels)
+    assert [line.split()[0] for line in table[2 : 2 + 10]] == [t.name.split()[0] for t in truth[:10]]
+    assert main(["show", "--timing", "--json", real_trace.path]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [t["name"] for t in data["totals"]] == [t.name for t in truth]
+    assert [k["id"] for k in data["kernels"]] == [k.kernel_id for k in real_trace.kernels]
+    assert sum(t["calls"] for t in data["totals"]) == sum(len(k.steps) for k in real_trace.kernels)
+
+
+def _chart_rows(page):
+    return page.eval_on_selector_all(
+        "#detail svg.timing-chart .bar-row",
+        """rows => rows.map(g => ({
+            seq: g.dataset.seq, kernel: g.dataset.kernel || null,
+            texts: [...g.querySelectorAll('text')].map(t => t.textContent),
+            incl: (b => b && [Number(b.getAttribute('x')), Number(b.getAttribute('width'))])(g.querySelector('rect.incl')),
+        }))""",
+    )
+
+
+def _ms(value):
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def test_the_kernel_chart_draws_the_traces_numbers_and_opens_a_pass(browser, real_trace):
+    gemm = real_trace.kernel("gemm")
+    view = Page(browser, os.path.join(real_trace.path, "report.html"), f"#{gemm.kernel_id}/timing")
+    page = view.page
+    view.settle()
+    times = kernel_timing(gemm)
+    rows = _chart_rows(page)
+    assert [int(r["seq"]) for r in rows] == [t.seq for t in times]
+    by_seq = {t.seq: t for t in times}
+    for row in rows:
+        t = by_seq[int(row["seq"])]
+        digest = t.step.source if isinstance(t.step, CodegenRecord) else t.step.after
+        seq, name, *numbers = row["texts"]
+        assert (seq, name) == (str(t.seq), t.name)
+        assert numbers == [_ms(t.ms), _ms(t.self_ms), str(line_count(real_trace.snapshot(digest)))]
+    # A nested pass's bar lies inside its parent's.
+    bars = {int(r["seq"]): r["incl"] for r in rows}
+    nested = [t for t in times if getattr(t.step, "parent", None) is not None]
+    assert nested
+    for t in nested:
+        (x, w), (px, pw) = bars[t.seq], bars[t.step.parent]
+        assert px - 0.5 <= x and x + w <= px + pw + 1.5
+    # "slowest first" sorts by self time; a click opens that pass.
+    page.click(".timing-toggle button[data-value='self']")
+    rows = _chart_rows(page)
+    assert [int(r["seq"]) for r in rows] == [t.seq for t in sorted(times, key=lambda t: (-t.self_ms, t.seq))]
+    slowest = rows[0]["seq"]
+    page.click(f"#detail .bar-row[data-seq='{slowest}']")
+    view.settle()
+    assert view.active() == int(slowest) and page.evaluate("location.hash") == f"#{gemm.kernel_id}/{slowest}"
+    # t opens the chart again, and it stays on while another kernel is opened.
+    view.press("t")
+    assert page.evaluate("location.hash") == f"#{gemm.kernel_id}/timing"
+    other = real_trace.kernels[-1]
+    page.locator(f"#kernels .kernel-row[data-kernel='{other.kernel_id}']").click()
+    view.settle()
+    assert page.evaluate("location.hash") == f"#{other.kernel_id}/timing"
+    assert len(_chart_rows(page)) == len(other.steps)
+    assert view.errors() == []
+    view.close()
+
+
+def test_the_run_chart_ranks_step_names_over_a_sweep_and_opens_the_slowest(browser, real_trace, tmp_path):
+    from lower_trace import load_trace
+
+    path = str(tmp_path / "sweep.html")
+    sweep_report(real_trace, path, 60)
+    view = Page(browser, path, "#timing")
+    page = view.page
+    view.settle()
+    # What the page drew from the summaries, against run_timing over the same 60 kernels, built here.
+    bases = real_trace.kernels
+    kernels = [dataclasses.replace(bases[(i - 1) % len(bases)], kernel_id=f"k{i}") for i in range(1, 61)]
+    truth = run_timing(kernels)
+    rows = _chart_rows(page)
+    assert len(rows) == 40 and [r["texts"][0] for r in rows] == [t.name for t in truth[:40]]
+    first = truth[0]
+    share = f"{100 * first.self_ms / sum(t.self_ms for t in truth):.1f}%"
+    assert rows[0]["texts"][1:6] == [_ms(first.self_ms), share, str(first.calls), str(first.kernels), _ms(first.max_self_ms)]
+    page.click("#detail .timing-more")
+    assert len(_chart_rows(page)) == len(truth)
+    page.click("#detail .bar-row >> nth=0")
+    view.settle()
+    wait_until(page, "() => location.hash !== '#timing'")
+    assert page.evaluate("location.hash") == f"#{first.max_kernel}/{first.max_seq}"
+    assert view.active() == first.max_seq
+    assert view.errors() == []
+    view.close()
+    assert load_trace(real_trace.path)  # the trace itself is untouched by the page
