@@ -301,6 +301,7 @@ def _run_entry(run_dir: str) -> dict[str, object]:
 def cmd_report(args: argparse.Namespace) -> int:
     """(Re)build the HTML report of a trace, also of one whose process was killed."""
     from .render.html import write_report
+    from .render.progress import Progress
     from .store import find_run_dir
 
     run_dir = find_run_dir(args.trace)
@@ -309,10 +310,21 @@ def cmd_report(args: argparse.Namespace) -> int:
         output = os.path.join(output, "report.html")
     if output and not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         raise UsageError(f"-o {args.output}: the folder {os.path.dirname(os.path.abspath(output))} does not exist")
+    bar: Progress | None = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = Progress(sys.stderr, total, "writing the report")
+        bar.update(done)
+
     try:
-        path = write_report(run_dir, output)
+        path = write_report(run_dir, output, progress=progress)
     except OSError as exc:
         raise UsageError(f"cannot write the report to {exc.filename or output or run_dir}: {exc.strerror or exc}") from None
+    finally:
+        if bar is not None:
+            bar.close()
     print(f"file://{path}")
     return 0
 

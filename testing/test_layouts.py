@@ -67,12 +67,13 @@ def truth_of(mod):
 
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory):
-    """gemm (a warp-specialized MMA accumulator on sm_90a) and row_sum (a fragment held by 32
-    threads each) traced by lower-trace, and the ground truth of each."""
+    """gemm (a warp-specialized MMA accumulator on sm_90a), row_sum (a fragment held by 32
+    threads each) and flash attention (eight fragments, re-annotated by tl.LowerTileOp for the
+    lowered buffers) traced by lower-trace, and the ground truth of each."""
     from tilelang import tvm
 
     target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-    funcs = {"gemm": kernels.gemm(), "row_sum": kernels.row_sum()}
+    funcs = {"gemm": kernels.gemm(), "row_sum": kernels.row_sum(), "flash_attention": kernels.flash_attention()}
     with lower_trace.trace(mode="html", trace_dir=str(tmp_path_factory.mktemp("layouts"))) as run:
         with target:
             for func in funcs.values():
@@ -85,7 +86,7 @@ def test_layouts_are_read_for_the_passes_that_set_them_and_match_tilelangs_fragm
     trace, truth = traced
     for kernel in trace.kernels:
         with_layouts = [p for p in kernel.passes if p.layouts]
-        assert [p.name for p in with_layouts] == ["tl.LayoutInference"]  # the one pass that set them
+        assert [p.name for p in with_layouts] == ["tl.LayoutInference"]  # the one pass that set them (not LowerTileOp again)
         (inference,) = with_layouts
         expected = truth[kernel.name]
         assert {f.buffer for f in inference.layouts} == set(expected)
@@ -131,6 +132,12 @@ def test_the_report_draws_each_fragment_as_tilelang_maps_it(browser, traced):
         # Clicking an element highlights the thread that holds it.
         page.click("#layouts rect[data-e='0']")
         assert page.locator("#layouts .layout-thread").input_value() == str(threads[0][0])
+        # Zoomed in, every cell carries its thread and local index; the highlight stays.
+        page.click("#layouts .layout-zoom")
+        labels = page.eval_on_selector_all("#layouts .cell-t", "ts => ts.map(t => t.textContent)")
+        plus = "+" if first.replicate > 1 else ""
+        assert labels == [f"T{ts[0]}{plus}" for ts in threads]
+        assert page.locator("#layouts rect.mine").count() == sum(1 for ts in threads if threads[0][0] in ts)
         assert view.errors() == []
         view.close()
 

@@ -5,6 +5,7 @@ Runs in the venvs scripts/test.sh makes for those versions; skipped elsewhere.
 
 import os
 import sys
+from collections import Counter
 
 import pytest
 
@@ -77,6 +78,13 @@ def test_gemm_every_pass_nested_phases_codegen(tmp_path):
     assert trace.snapshot(codegen.source) == artifact.kernel_source
     for record in kernel.passes:
         assert (record.status is PassStatus.CHANGED) == (trace.snapshot(record.before) != trace.snapshot(record.after))
+    # The accumulator's layout, read off this TileLang's Fragment: 128x128 over 128 threads, 128 each.
+    (inference,) = [p for p in kernel.passes if p.layouts]
+    assert inference.name == "tl.LayoutInference"
+    (acc,) = inference.layouts
+    assert (acc.buffer, acc.shape, acc.vars, acc.replicate) == ("C_local", (128, 128), ("_i", "_j"), 1)
+    held = Counter(eval(acc.thread, {"_i": i, "_j": j}) for i in range(128) for j in range(128))  # // and % as TVM's
+    assert sorted(held) == list(range(128)) and set(held.values()) == {128}
 
 
 def test_disable_restores_every_original_exactly(tmp_path):

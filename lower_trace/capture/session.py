@@ -129,6 +129,7 @@ class CompileSession:
         # the enclosing pass's time, so an outer pass's time is the compiler's, not ours.
         self._tracer_ms = 0.0
         self._layouts_ok = True  # until reading layouts fails once
+        self._last_layouts: set[FragmentLayout] = set()  # the layouts the last pass that set any set
         self._recent: list[tuple[Any, SnapshotRef]] = []
         # No time is recorded for these: TVM can spend a long while building the
         # error before the context closes, which would be no measure of the pass.
@@ -331,7 +332,14 @@ class CompileSession:
         """On the worker thread: layouts are read off the (immutable) module, not on the compile's path."""
         texts = self.texts or {}
         try:
-            return self.ir.read_layouts(texts.get(before, ""), texts.get(after, ""), identity)
+            found = self.ir.read_layouts(texts.get(before, ""), texts.get(after, ""), identity)
+            # The same layouts annotated again -- tl.LowerTileOp rewrites the map for the lowered
+            # buffers (scope local.fragment -> local) -- are nothing new to show.
+            seen = {dataclasses.replace(layout, scope="") for layout in found}
+            if not found or seen == self._last_layouts:
+                return ()
+            self._last_layouts = seen
+            return found
         except Exception as exc:  # a TileLang whose layout API differs: no pictures, the trace goes on
             self._layouts_ok = False
             self.run.note(f"fragment layouts could not be read ({type(exc).__name__}: {exc}); the report shows no layout pictures", once="layouts")

@@ -65,14 +65,20 @@ def fragment_layouts(mod: Any) -> tuple[FragmentLayout, ...]:
     return tuple(found.values())
 
 
+def _text(expr: Any) -> str:
+    """An expression as TVMScript prints it (str() of one is its repr in TileLang 0.1.9)."""
+    script = getattr(expr, "script", None)
+    return script() if callable(script) else str(expr)
+
+
 def _fragment(layout: Any, buffer: Any, function: str) -> FragmentLayout:
     thread_range = getattr(layout, "thread_range", None)  # not in TileLang 0.1.9
     return FragmentLayout(
         buffer=str(buffer.name),
         shape=tuple(int(x) for x in layout.input_size),
-        vars=tuple(str(v) for v in layout.get_forward_vars()),
-        thread=str(layout.forward_thread),
-        index=tuple(str(e) for e in layout.forward_index),
+        vars=tuple(str(getattr(v, "name", v)) for v in layout.get_forward_vars()),
+        thread=_text(layout.forward_thread),
+        index=tuple(_text(e) for e in layout.forward_index),
         replicate=int(layout.replicate_size),
         thread_min=int(thread_range.min) if thread_range is not None else 0,
         threads=int(layout.get_thread_size()),

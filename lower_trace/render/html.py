@@ -18,6 +18,7 @@ import threading
 import urllib.parse
 from functools import lru_cache
 from importlib import resources
+from collections.abc import Callable
 from typing import Any
 
 from ..analysis.compare import configs_of
@@ -191,12 +192,13 @@ def kernel_summary(kernel: KernelTrace, block: int, refs: list[int]) -> dict[str
 # --- files -------------------------------------------------------------------------------
 
 
-def write_report(run_dir: str, out_path: str | None = None, latest_link: str | None = None) -> str:
+def write_report(run_dir: str, out_path: str | None = None, latest_link: str | None = None, progress: Callable[[int, int], None] | None = None) -> str:
     """Build the report of the trace in run_dir at out_path (default run_dir/report.html).
 
     Kernel by kernel through the same ReportWriter a traced run uses; written to
     a temporary file renamed over out_path, so a failure never leaves half a
-    report (or the temporary) behind. latest_link gets a pointer page.
+    report (or the temporary) behind. latest_link gets a pointer page. progress(done, total)
+    is told before each kernel and at the end.
     """
     from .report_writer import ReportWriter
 
@@ -206,8 +208,12 @@ def write_report(run_dir: str, out_path: str | None = None, latest_link: str | N
     writer = ReportWriter(tmp, trace.run)
     try:
         writer.start()
-        for kernel in trace.kernels:
+        for done, kernel in enumerate(trace.kernels):
+            if progress:
+                progress(done, len(trace.kernels))
             writer.add_kernel(kernel, trace.snapshot)
+        if progress:
+            progress(len(trace.kernels), len(trace.kernels))
         writer.close()
         os.replace(tmp, out_path)
     except BaseException:

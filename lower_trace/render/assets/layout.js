@@ -4,8 +4,7 @@
 // prints them (integrations/tilelang_layouts.py); the page evaluates them over the buffer's
 // shape with the small evaluator below and draws the grid as SVG.
 const LTLayout = (() => {
-  const { el } = LTText;
-  const NS = "http://www.w3.org/2000/svg";
+  const { el, svg } = LTText;
 
   // --- expressions: what TVM prints for index arithmetic -----------------------------------------
   // Python's operators and precedence; // and % round toward minus infinity (TVM's floordiv/floormod).
@@ -135,12 +134,6 @@ const LTLayout = (() => {
   const colorOf = (t) => `hsl(${(Math.floor(t / 32) % 8) * 47 + (t % 4) * 6} 65% ${88 - (Math.floor(t / 4) % 8) * 5}%)`;
   const dimsText = (shape) => shape.join("×");
 
-  function svg(tag, attrs) {
-    const node = document.createElementNS(NS, tag);
-    for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, String(value));
-    return node;
-  }
-
   // The grid: rows are the leading dimensions, columns the last (a 1-D buffer wraps at 32).
   function grid(layout, values, room, onHover, onPick) {
     const { shape, reps, count, threads, locals } = values;
@@ -149,10 +142,10 @@ const LTLayout = (() => {
     const cell = Math.max(5, Math.min(34, Math.floor((room - 40) / cols)));
     const labels = cell >= 26;
     const chart = svg("svg", { class: "layout-grid", width: 40 + cols * cell + 2, height: 16 + rows * cell + 2, role: "img" });
-    for (let c = 0; c < cols; c += cols > 16 ? 8 : 1) chart.appendChild(Object.assign(svg("text", { x: 40 + c * cell + 1, y: 11, class: "axis" }), { textContent: String(c) }));
+    for (let c = 0; c < cols; c += cols > 16 ? 8 : 1) chart.appendChild(svg("text", { x: 40 + c * cell + 1, y: 11, class: "axis" }, String(c)));
     for (let r = 0; r < rows; r += rows > 16 ? 8 : 1) {
       const label = shape.length > 1 ? String(r) : `${r * cols}`;
-      chart.appendChild(Object.assign(svg("text", { x: 36, y: 16 + r * cell + Math.min(cell, 12), class: "axis row" }), { textContent: label }));
+      chart.appendChild(svg("text", { x: 36, y: 16 + r * cell + Math.min(cell, 12), class: "axis row" }, label));
     }
     const cells = svg("g", { class: "cells" });
     for (let e = 0; e < count; e++) {
@@ -162,8 +155,8 @@ const LTLayout = (() => {
       cells.appendChild(rect);
       if (labels) {
         const x = 40 + c * cell + cell / 2;
-        cells.appendChild(Object.assign(svg("text", { x, y: 16 + r * cell + cell / 2 - 2, class: "cell-t" }), { textContent: `T${mine[0]}${reps > 1 ? "+" : ""}` }));
-        cells.appendChild(Object.assign(svg("text", { x, y: 16 + r * cell + cell / 2 + 9, class: "cell-l" }), { textContent: locals[e] }));
+        cells.appendChild(svg("text", { x, y: 16 + r * cell + cell / 2 - 2, class: "cell-t" }, `T${mine[0]}${reps > 1 ? "+" : ""}`));
+        cells.appendChild(svg("text", { x, y: 16 + r * cell + cell / 2 + 9, class: "cell-l" }, locals[e]));
       }
     }
     chart.appendChild(cells);
@@ -218,6 +211,7 @@ const LTLayout = (() => {
     box.appendChild(tools);
     let chart = null;
     const highlight = (t) => {
+      if (t !== null && Number.isNaN(t)) t = null;
       chart.classList.toggle("picked", t !== null);
       for (const rect of chart.querySelectorAll("rect[data-e]")) rect.classList.toggle("mine", t !== null && rect.dataset.t.split(",").includes(String(t)));
       if (t !== null) {
@@ -230,10 +224,25 @@ const LTLayout = (() => {
       const who = ts.length > 1 ? `threads ${ts.join(", ")}` : threadText(ts[0]);
       status.textContent = `${layout.buffer}[${indexText(layout, e)}] → ${who} · local ${values.locals[e]}`;
     };
-    chart = grid(layout, values, room, hover, (t) => { pick.value = String(t); highlight(t); });
-    pick.addEventListener("input", () => highlight(pick.value === "" ? null : Number(pick.value)));
     const scroller = el("div", "layout-scroll");
-    scroller.appendChild(chart);
+    const cols = layout.shape.length > 1 ? layout.shape[layout.shape.length - 1] : Math.min(values.count, 32);
+    let zoomed = false;
+    const draw = () => {
+      // Zoomed in, every cell is big enough to carry its thread and local index (the pane scrolls).
+      chart = grid(layout, values, zoomed ? 40 + cols * 30 : room, hover, (t) => { pick.value = String(t); highlight(t); });
+      scroller.replaceChildren(chart);
+      highlight(pick.value === "" ? null : Number(pick.value));
+    };
+    const zoom = el("button", "layout-zoom", "zoom in: label every cell");
+    zoom.type = "button";
+    zoom.addEventListener("click", () => {
+      zoomed = !zoomed;
+      zoom.textContent = zoomed ? "fit to the pane" : "zoom in: label every cell";
+      draw();
+    });
+    tools.insertBefore(zoom, status);
+    pick.addEventListener("input", () => highlight(pick.value === "" ? null : Number(pick.value)));
+    draw();
     box.appendChild(scroller);
     return box;
   }

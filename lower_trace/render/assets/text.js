@@ -35,6 +35,15 @@ const LTText = (() => {
   // The text as a string with unsafe characters as visible marks: for SVG text, which takes no spans.
   const visible = (text) => String(text).replace(UNSAFE_G, (ch) => "⟨U+" + ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩");
 
+  // An SVG element (the timing charts, the layout grids); text goes in as visible text, never markup.
+  const SVG_NS = "http://www.w3.org/2000/svg"; // a namespace name, not an address: nothing is fetched
+  function svg(tag, attrs, text) {
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
+    if (text !== undefined && text !== null) node.textContent = visible(text);
+    return node;
+  }
+
   // Append text where parts are marked: ranges is [[from, to, className], ...] (may overlap).
   function appendMarked(node, text, ranges) {
     if (!ranges.length) return appendText(node, text);
@@ -76,5 +85,5 @@ const LTText = (() => {
     return count;
   }
 
-  return { el, appendText, appendMarked, matchRanges, countMatches, visible, UNSAFE };
+  return { el, svg, appendText, appendMarked, matchRanges, countMatches, visible, UNSAFE };
 })();

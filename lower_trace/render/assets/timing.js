@@ -5,19 +5,11 @@
 // from Python (analysis/timing.py: each step's "self" and "at", each summary's "timing");
 // the page only draws them. Clicking a bar opens that pass.
 const LTTiming = (() => {
-  const { el, visible } = LTText;
-  const NS = "http://www.w3.org/2000/svg";
+  const { el, svg } = LTText;
   const ROW = 18, CHAR = 7.3, TOP = 26;
   const isCodegen = (step) => step.kind === "codegen";
   const labelOf = (step) => (isCodegen(step) ? `${step.role} codegen` : step.name);
   const ms = (value) => (value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2));
-
-  function svg(tag, attrs, text) {
-    const node = document.createElementNS(NS, tag);
-    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
-    if (text !== undefined) node.textContent = visible(text);
-    return node;
-  }
 
   // Lines of a text as analysis/timing.py's line_count counts them.
   const lineCount = (text) => (!text ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0));
