@@ -112,7 +112,8 @@ def main() -> int:
             wall, cpu = statistics.median(walls[index]), statistics.median(cpus[index])
             count = statistics.median(r for r, _ in reads[index])
             read_ms = statistics.median(c for _, c in reads[index]) * 1000
-            print(f"{name:<16} {config.label:<30} {wall * 1000:>8.1f} {wall / wall0:>5.2f}x {cpu * 1000:>8.1f} {cpu / cpu0:>5.2f}x {count:>12g} {read_ms:>11.2f}")
+            times = f"{wall * 1000:>8.1f} {wall / wall0:>5.2f}x {cpu * 1000:>8.1f} {cpu / cpu0:>5.2f}x"
+            print(f"{name:<16} {config.label:<30} {times} {count:>12g} {read_ms:>11.2f}")
         print()
     return 0
 

@@ -299,26 +299,15 @@ class CompileSession:
             self._tracer_ms += (time.perf_counter() - finished) * 1000.0
 
     def _record(
-        self,
-        open_pass: OpenPass,
-        after: SnapshotRef | None,
-        ms: float = 0.0,
-        status: PassStatus | None = None,
-        error: ErrorInfo | None = None,
+        self, open_pass: OpenPass, after: SnapshotRef | None, ms: float = 0.0, status: PassStatus | None = None, error: ErrorInfo | None = None,
         identity: Any = None,
-    ) -> None:
+    ) -> None:  # fmt: skip
         self.worker.submit(lambda: self._write_pass(open_pass, after, ms, status, error, identity=identity))
 
     def _write_pass(
-        self,
-        open_pass: OpenPass,
-        after: SnapshotRef | None,
-        ms: float,
-        status: PassStatus | None,
-        error: ErrorInfo | None,
-        repro: str = "",
+        self, open_pass: OpenPass, after: SnapshotRef | None, ms: float, status: PassStatus | None, error: ErrorInfo | None, repro: str = "",
         identity: Any = None,
-    ) -> None:
+    ) -> None:  # fmt: skip
         after_digest = after.digest if after is not None else ""
         if status is None:  # decided by text: two different modules can print the same
             status = PassStatus.CHANGED if after_digest != open_pass.before.digest else PassStatus.UNCHANGED

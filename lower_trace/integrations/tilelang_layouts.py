@@ -68,7 +68,7 @@ def fragment_layouts(mod: Any) -> tuple[FragmentLayout, ...]:
 def _text(expr: Any) -> str:
     """An expression as TVMScript prints it (str() of one is its repr in TileLang 0.1.9)."""
     script = getattr(expr, "script", None)
-    return script() if callable(script) else str(expr)
+    return str(script()) if callable(script) else str(expr)
 
 
 def _fragment(layout: Any, buffer: Any, function: str) -> FragmentLayout:

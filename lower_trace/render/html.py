@@ -16,9 +16,9 @@ import os
 import re
 import threading
 import urllib.parse
+from collections.abc import Callable
 from functools import lru_cache
 from importlib import resources
-from collections.abc import Callable
 from typing import Any
 
 from ..analysis.compare import configs_of
