@@ -6,6 +6,9 @@
     lower_trace.disable()
 
     trace = lower_trace.load_trace("./tmp/lower_trace_dir")   # no TVM needed
+
+(PYTEST_DONT_REWRITE: TL_LOWER_TRACE imports this package before pytest starts; it has no
+assertions for pytest to rewrite, and pytest would warn that it cannot.)
 """
 
 from __future__ import annotations

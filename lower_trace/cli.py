@@ -10,6 +10,7 @@ import time
 import warnings
 from collections.abc import Callable
 from types import CodeType, ModuleType
+from typing import NoReturn
 
 from . import __version__
 from .cli_answers import cmd_blame, cmd_diff, print_json, show_timing
@@ -179,6 +180,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     trace = load_trace(args.trace)
     kernels = kernels_of(trace, args.kernel)
     if args.timing:
+        if args.changed or args.no_diff or args.no_source:
+            raise UsageError("--timing shows every step's time; --changed, --no-diff and --no-source do not apply to it")
         return show_timing(trace, kernels, args.json)
     color = True if args.color == "always" else False if args.color == "never" else None
     renderer = TerminalRenderer(sys.stdout, color=color, context=args.context)
@@ -384,8 +387,15 @@ def cmd_edits(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes are one line, as every other error of lower-trace (argparse prints its usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="lower-trace",
         description="See what every TileLang / TVM compiler pass does to your kernel.",
     )

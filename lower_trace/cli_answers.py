@@ -28,7 +28,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     trace_b, kernels_b = selected(args.b)
     if len(kernels_a) != len(kernels_b):
         raise UsageError(
-            f"{args.a} has {len(kernels_a)} kernels and {args.b} {len(kernels_b)}; pick one of each as RUN:KERNEL "
+            f"{args.a} has {len(kernels_a)} kernel{'s' if len(kernels_a) != 1 else ''} and {args.b} {len(kernels_b)}; pick one of each as RUN:KERNEL "
             f"(A: {kernel_list(kernels_a)}; B: {kernel_list(kernels_b)})"
         )
     if args.html and len(kernels_a) != 1:

@@ -132,6 +132,7 @@ class Config:
     replay: bool = False
     replay_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_REPLAY: said once
     bisect: BisectPlan | None = None  # which passes to run (lower-trace bisect's children only)
+    script: str = ""  # the script folder's name; "" = the running script's (the pytest plugin names a test's)
     # Not settings but where they came from: enable() with the same settings is still a no-op.
     filter_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_FILTER: said once, view unfiltered
     origin: str = field(default="env", compare=False)  # env, api (enable/trace) or cli (lower-trace run)
@@ -233,14 +234,16 @@ def default_trace_dir() -> str:
     return os.environ.get(ENV_DIR, "").strip() or DEFAULT_TRACE_DIR
 
 
-def make_config(mode: str | None = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None) -> Config:
+def make_config(mode: str | None = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None, script: str = "") -> Config:
     """Build a Config for the Python API; an unset trace_dir (or replay) falls back to the environment."""
     parsed = parse_mode(mode) if mode is not None else None
     live_filter, filter_error = _filter_from(os.environ)
     replay_error = ""
     if replay is None:
         replay, replay_error = _replay_from(os.environ)
-    base = Config(mode=parsed, live_filter=live_filter, filter_error=filter_error, origin="api", replay=bool(replay), replay_error=replay_error)
+    base = Config(
+        mode=parsed, live_filter=live_filter, filter_error=filter_error, origin="api", replay=bool(replay), replay_error=replay_error, script=script
+    )
     if trace_dir is not None:
         return replace(base, trace_dir=os.fspath(trace_dir), trace_dir_given=True, dir_origin="api")
     # The folder comes from the environment (or the default): messages name TL_LOWER_TRACE_DIR for it.

@@ -2,8 +2,10 @@
 into a run of its own, keeps the traces of failing tests (all with --lower-trace-keep=all), and
 puts the report's path in the failure's section of pytest's output.
 
-Loaded by every pytest where lower-trace is installed, so it imports nothing of lower-trace (nor
-TVM) until the option is given. Under pytest-xdist each worker traces its own tests.
+A test's runs are a script folder of their own, named after the test, in <dir>/pytest (so
+``lower-trace list <dir>/pytest`` shows the latest, ``list --runs`` every one). Loaded by every
+pytest where lower-trace is installed, so it imports nothing of lower-trace (nor TVM) until the
+option is given. Under pytest-xdist each worker traces its own tests; the controller counts them.
 """
 
 from __future__ import annotations
@@ -17,12 +19,29 @@ import pytest
 MODES = ("html", "terminal", "both")
 KEEPS = ("failed", "all")
 _STATE = pytest.StashKey[dict]()
+_KEPT = "lower_trace_kept"  # a report's user property: the folder kept for the test (crosses xdist)
+
+
+def _take_back_a_path(config: Any) -> None:
+    """`pytest --lower-trace tests/`: the option's value is optional, so argparse gave it the path.
+    A value that is no mode but names tests is given back to pytest as what to run (html)."""
+    value = config.option.lower_trace
+    if value is None or value in MODES:
+        return
+    if not (os.path.exists(value.split("::")[0]) or "::" in value or value.endswith(".py")):
+        raise pytest.UsageError(f"--lower-trace {value!r}: use --lower-trace, or --lower-trace=html, terminal or both")
+    config.option.lower_trace = "html"
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        config.args.insert(0, value)
+    else:  # nothing else was named: pytest had fallen back to testpaths or the current folder
+        config.args[:] = [value]
+        config.args_source = pytest.Config.ArgsSource.ARGS
 
 
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("lower-trace", "trace TileLang / TVM compiles per test")
     group.addoption(
-        "--lower-trace", nargs="?", const="html", default=None, choices=MODES, dest="lower_trace",
+        "--lower-trace", nargs="?", const="html", default=None, dest="lower_trace", metavar="html|terminal|both",
         help="trace each test's compiles into a run of its own (html, terminal or both; default html)",
     )
     group.addoption("--lower-trace-keep", default=None, choices=KEEPS, dest="lower_trace_keep", help="keep the traces of failed tests (default) or of all")
@@ -35,6 +54,8 @@ def _settings(config: Any) -> tuple[str | None, str, str]:
     mode = config.getoption("lower_trace") or (config.getini("lower_trace") or "").strip() or None
     if mode is not None and mode not in MODES:
         raise pytest.UsageError(f"lower_trace = {mode!r} in the ini file: use one of {', '.join(MODES)}")
+    if mode is None and config.getoption("lower_trace_keep"):
+        raise pytest.UsageError("--lower-trace-keep needs --lower-trace (or lower_trace = html in the ini file)")
     keep = config.getoption("lower_trace_keep") or (config.getini("lower_trace_keep") or "").strip() or "failed"
     if keep not in KEEPS:
         raise pytest.UsageError(f"lower_trace_keep = {keep!r}: use failed or all")
@@ -46,15 +67,18 @@ def _settings(config: Any) -> tuple[str | None, str, str]:
     return mode, keep, os.path.abspath(folder or ".")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: Any) -> None:
+    _take_back_a_path(config)
     mode, keep, folder = _settings(config)
-    config.stash[_STATE] = {"mode": mode, "keep": keep, "folder": folder, "kept": 0}
+    config.stash[_STATE] = {"mode": mode, "keep": keep, "folder": folder}
+    _kept_count[0] = 0
 
 
-def _test_folder(folder: str, nodeid: str) -> str:
+def _test_name(nodeid: str) -> str:
     from lower_trace.paths import safe_component
 
-    return os.path.join(folder, safe_component(nodeid.replace("::", "--").replace("/", "-"), "test"))
+    return safe_component(nodeid.replace("::", "--").replace("/", "-"), "test")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -65,18 +89,15 @@ def pytest_runtest_protocol(item: Any, nextitem: Any) -> Any:
         return
     import lower_trace
 
-    folder = _test_folder(state["folder"], item.nodeid)
-    item.stash[_STATE] = {"failed": False, "folder": folder}
-    with lower_trace.trace(mode=state["mode"], trace_dir=folder) as run:
-        item.stash[_STATE]["run"] = run
+    mine: dict[str, Any] = {"failed": False, "kept": False}
+    item.stash[_STATE] = mine
+    with lower_trace.trace(mode=state["mode"], trace_dir=state["folder"], script=_test_name(item.nodeid)) as run:
+        mine["run"] = run
         run.quiet_close = True  # the failure's section names the report; a passing test's is deleted
         yield
         run.worker.wait()
-    kept = state["keep"] == "all" or item.stash[_STATE]["failed"]
-    if not kept or not run.kernel_summaries:
-        shutil.rmtree(folder, ignore_errors=True)  # a passing test (or one that compiled nothing) leaves nothing
-    else:
-        state["kept"] += 1
+    if not mine["kept"]:
+        shutil.rmtree(run.script_dir, ignore_errors=True)  # a passing test (or one that compiled nothing) leaves nothing
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -84,10 +105,17 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     outcome = yield
     report = outcome.get_result()
     mine = item.stash.get(_STATE, None)
-    if mine is None or "run" not in mine or not report.failed:
+    if mine is None or "run" not in mine:
+        return
+    run = mine["run"]
+    if call.when == "teardown":  # the test's last report: is its trace kept?
+        run.worker.wait()
+        mine["kept"] = bool(run.kernel_summaries) and (mine["failed"] or report.failed or item.config.stash[_STATE]["keep"] == "all")
+        if mine["kept"]:
+            report.user_properties.append((_KEPT, run.script_dir))
+    if not report.failed:
         return
     mine["failed"] = True
-    run = mine["run"]
     run.worker.wait()  # the kernels the test compiled have been handed over
     count = len(run.kernel_summaries)
     if not count:
@@ -97,7 +125,18 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     report.sections.append(("lower-trace", f"traced {count} kernel{'s' if count != 1 else ''}; {where}"))
 
 
+def pytest_runtest_logreport(report: Any) -> None:
+    """Counted where reports arrive: in this process, or from the xdist workers on the controller."""
+    if any(name == _KEPT for name, _ in getattr(report, "user_properties", ())):
+        _kept_count[0] += 1
+
+
+_kept_count = [0]
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
     state = config.stash.get(_STATE, None)
-    if state and state["mode"] is not None and state["kept"]:
-        terminalreporter.write_line(f"lower-trace: traces of {state['kept']} test(s) kept in {state['folder']}")
+    if state and state["mode"] is not None and _kept_count[0]:
+        count = _kept_count[0]
+        tests = f"{count} test{'s' if count != 1 else ''}"
+        terminalreporter.write_line(f"lower-trace: traces of {tests} kept in {state['folder']} (lower-trace list --runs {state['folder']})")

@@ -233,6 +233,9 @@ def find_run_dir(path: str) -> str:
         return runs[-1]
     if not os.path.exists(path):
         raise TraceNotFound(f"{path}: no such directory; pass a trace folder (default ./tmp/lower_trace_dir)")
+    tests = os.path.join(path, "pytest")  # where `pytest --lower-trace` keeps the traces of tests, a level deeper
+    if list_runs(tests):
+        raise TraceNotFound(f"{path}: no trace of a script here; the traces pytest --lower-trace kept are in {tests} (lower-trace list --runs {tests})")
     raise TraceNotFound(f"{path}: no trace here; run your script with TL_LOWER_TRACE=html first")
 
 

@@ -138,6 +138,18 @@ def test_the_report_draws_each_fragment_as_tilelang_maps_it(browser, traced):
         plus = "+" if first.replicate > 1 else ""
         assert labels == [f"T{ts[0]}{plus}" for ts in threads]
         assert page.locator("#layouts rect.mine").count() == sum(1 for ts in threads if threads[0][0] in ts)
+        # Another buffer keeps the thread lit; a thread outside the layout's range says so; clearing resets.
+        if len(inference.layouts) > 1:
+            other = inference.layouts[1]
+            page.click(f"#layouts .layout-buffers button[data-buffer='{other.buffer}']")
+            assert page.locator("#layouts .layout-thread").input_value() == str(threads[0][0])
+            lit = sum(1 for ts in truth[kernel.name][other.buffer][1] if threads[0][0] in ts)
+            assert page.locator("#layouts rect.mine").count() == lit
+        outside = first.thread_min + first.threads + 7
+        page.fill("#layouts .layout-thread", str(outside))
+        assert f"holds 0 elements (not one of this layout's threads {first.thread_min}–" in page.locator("#layouts .layout-status").inner_text()
+        page.fill("#layouts .layout-thread", "")
+        assert page.locator("#layouts rect.mine").count() == 0 and "point at an element" in page.locator("#layouts .layout-status").inner_text()
         assert view.errors() == []
         view.close()
 

@@ -184,6 +184,7 @@ def test_timing_shows_where_a_slow_nested_pass_spends_its_time(tmp_path, capsys)
 
     from lower_trace.analysis.timing import kernel_timing, run_timing
     from lower_trace.cli import main
+    from lower_trace.render.timing_view import ms_text
 
     def sleeper(name, seconds):
         @tvm.transform.module_pass(opt_level=0, name=name)
@@ -215,5 +216,5 @@ def test_timing_shows_where_a_slow_nested_pass_spends_its_time(tmp_path, capsys)
     assert main(["show", "--timing", run.run_dir]) == 0
     table = capsys.readouterr().out
     row = next(line for line in table.splitlines() if line.split()[1:2] == ["Sleep60"])
-    assert row.split()[2:4] == [f"{slow.ms:.2f}", f"{slow.self_ms:.2f}"] and row.index("Sleep60") > table.splitlines()[2].index("outer")
+    assert row.split()[2:4] == [ms_text(slow.ms), ms_text(slow.self_ms)] and row.index("Sleep60") > table.splitlines()[2].index("outer")
     assert "slowest (self time): Sleep60" in table

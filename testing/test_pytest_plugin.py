@@ -77,19 +77,26 @@ def kept(folder):
 
 
 def test_failing_tests_keep_their_traces_and_name_the_report(tmp_path):
-    traces = tmp_path / "traces"
-    done, out = run_suite(tmp_path, "--lower-trace", "--lower-trace-dir", str(traces))
+    traces = tmp_path / "root" / "pytest"  # as under the default folder: <TL_LOWER_TRACE_DIR>/pytest
+    # As the README has it: a bare --lower-trace right before the tests to run (html).
+    done, out = run_suite(tmp_path, "--lower-trace-dir", str(traces), "--lower-trace")
     assert done.returncode == 1 and "2 failed, 2 passed" in out, out
     (folder,) = kept(traces)  # one test compiled and failed: only its trace is kept
     assert "test_compiles_and_fails" in folder
     trace = load_trace(str(traces / folder))
-    assert [k.name for k in trace.kernels] == ["add_one"]
+    assert [k.name for k in trace.kernels] == ["add_one"] and trace.run.script == folder  # the report is titled after the test
+    assert load_trace(str(traces)).path == trace.path  # the folder the plugin names is a trace root the CLI reads
+    listed = subprocess.run([sys.executable, "-m", "lower_trace", "list", "--runs", str(traces)], capture_output=True, text=True)
+    assert listed.returncode == 0 and trace.path in listed.stdout
+    # The trace root above it holds no script's trace: the error says where pytest's are.
+    root = subprocess.run([sys.executable, "-m", "lower_trace", "list", str(tmp_path / "root")], capture_output=True, text=True)
+    assert root.returncode == 2 and f"the traces pytest --lower-trace kept are in {traces} (lower-trace list --runs {traces})" in root.stderr
     report = os.path.join(trace.path, "report.html")
     assert os.path.isfile(report)
     first, second = out.index("_ test_compiles_and_fails _"), out.index("_ test_fails_without_compiling _")
     assert f"traced 1 kernel; report: file://{report}" in out[first:second]  # in that failure's section
     assert "this test compiled no kernel before it failed" in out[second:]
-    assert f"lower-trace: traces of 1 test(s) kept in {traces}" in out
+    assert f"lower-trace: traces of 1 test kept in {traces} (lower-trace list --runs {traces})" in out
 
 
 def test_keep_all_the_ini_option_and_off_by_default(tmp_path):
@@ -112,8 +119,14 @@ def test_works_under_xdist_workers(tmp_path):
     (folder,) = kept(traces)
     assert "test_compiles_and_fails" in folder and load_trace(str(traces / folder)).kernels
     assert "traced 1 kernel; report: file://" in out
+    assert f"lower-trace: traces of 1 test kept in {traces}" in out  # counted on the controller
 
 
 def test_a_bad_ini_value_is_a_usage_error(tmp_path):
     done, out = run_suite(tmp_path, ini="[pytest]\nlower_trace = sometimes\n")
     assert done.returncode == 4 and "lower_trace = 'sometimes'" in out
+    (tmp_path / "off").mkdir()
+    done, out = run_suite(tmp_path / "off", "--lower-trace-keep=all", ini="[pytest]\n")  # keep what? tracing is off
+    assert done.returncode == 4 and "--lower-trace-keep needs --lower-trace" in out
+    done, out = run_suite(tmp_path / "off", "--lower-trace", "sometimes", ini="[pytest]\n")  # neither a mode nor tests
+    assert done.returncode == 4 and "--lower-trace 'sometimes': use --lower-trace, or --lower-trace=html, terminal or both" in out

@@ -354,9 +354,11 @@ def test_a_compile_that_fails_outside_any_pass_opens_on_its_error(browser, tmp_p
 # --- the index, names and rules shared with Python ------------------------------------------
 
 
-def test_pass_names_show_whole_at_1600px(report, real_trace):
-    """Every pass name of every kernel fits its cell (nothing cut to `tl.Materializ…`)."""
-    view = report(width=1600)
+@pytest.mark.parametrize("width", [1600, 1280])
+def test_pass_names_show_whole_at_1600px(report, real_trace, width):
+    """Every pass name of every kernel fits its cell (nothing cut to `tl.Materializ…`), also on a
+    1280 px screen, where the phase column gives way."""
+    view = report(width=width)
     page = view.page
     longest = max((p for k in real_trace.kernels for p in k.passes), key=lambda p: len(p.name) + 2 * p.depth)
     assert len(longest.name) >= 30  # e.g. tl.PlanAndUpdateBufferAllocationLocation

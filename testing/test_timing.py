@@ -11,6 +11,7 @@ import pytest
 from lower_trace.analysis.timing import kernel_timing, line_count, run_timing
 from lower_trace.cli import main
 from lower_trace.model import CodegenRecord, PassStatus
+from lower_trace.render.timing_view import ms_text
 from report_fixtures import Page, sweep_report, wait_until
 
 
@@ -50,7 +51,7 @@ def test_show_timing_prints_a_kernel_table_and_the_runs_slowest_steps(real_trace
         digest = t.step.source if isinstance(t.step, CodegenRecord) else t.step.after
         assert row.split()[-1] == str(line_count(real_trace.snapshot(digest)))  # IR lines after it
         if getattr(t.step, "status", None) is not PassStatus.FAILED:
-            assert f"{t.ms:.2f}" in row and f"{t.self_ms:.2f}" in row
+            assert ms_text(t.ms) in row and ms_text(t.self_ms) in row
         assert row.index(t.name) - row.index(str(t.seq)) - len(str(t.seq)) == 2 + 2 * t.depth  # nested: indented
     # Several kernels: the step names over all of them, slowest first, as --json says.
     assert main(["show", "--timing", real_trace.path]) == 0
@@ -77,14 +78,21 @@ def _chart_rows(page):
 
 
 def _ms(value):
-    return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+    return ms_text(value)  # the page prints what show --timing prints
+
+
+def _fits(page):
+    """The chart is no wider than the detail pane: nothing is cut off at the right."""
+    script = "() => document.querySelector('#detail svg.timing-chart').getBoundingClientRect().right"
+    return page.evaluate(script) <= page.evaluate("() => document.getElementById('detail').getBoundingClientRect().right")
 
 
 def test_the_kernel_chart_draws_the_traces_numbers_and_opens_a_pass(browser, real_trace):
     gemm = real_trace.kernel("gemm")
-    view = Page(browser, os.path.join(real_trace.path, "report.html"), f"#{gemm.kernel_id}/timing")
+    view = Page(browser, os.path.join(real_trace.path, "report.html"), f"#{gemm.kernel_id}/timing", width=1600)
     page = view.page
     view.settle()
+    assert _fits(page)
     times = kernel_timing(gemm)
     rows = _chart_rows(page)
     assert [int(r["seq"]) for r in rows] == [t.seq for t in times]
@@ -110,7 +118,11 @@ def test_the_kernel_chart_draws_the_traces_numbers_and_opens_a_pass(browser, rea
     page.click(f"#detail .bar-row[data-seq='{slowest}']")
     view.settle()
     assert view.active() == int(slowest) and page.evaluate("location.hash") == f"#{gemm.kernel_id}/{slowest}"
-    # t opens the chart again, and it stays on while another kernel is opened.
+    # Back returns to the chart; t opens it too, and it stays on while another kernel is opened.
+    page.go_back()
+    wait_until(page, "() => document.querySelector('#detail svg.timing-chart') !== null")
+    assert page.evaluate("location.hash") == f"#{gemm.kernel_id}/timing"
+    page.click(f"#passes .step[data-seq='{slowest}']")
     view.press("t")
     assert page.evaluate("location.hash") == f"#{gemm.kernel_id}/timing"
     other = real_trace.kernels[-1]
@@ -120,6 +132,14 @@ def test_the_kernel_chart_draws_the_traces_numbers_and_opens_a_pass(browser, rea
     assert len(_chart_rows(page)) == len(other.steps)
     assert view.errors() == []
     view.close()
+    # On a smaller screen it still fits the pane: long names end in "…" (whole in the tooltip).
+    narrow = Page(browser, os.path.join(real_trace.path, "report.html"), f"#{gemm.kernel_id}/timing", width=1280)
+    narrow.settle()
+    assert _fits(narrow.page)
+    for row in _chart_rows(narrow.page):
+        t = by_seq[int(row["seq"])]
+        assert row["texts"][1] == t.name or (row["texts"][1].endswith("…") and t.name.startswith(row["texts"][1][:-1]))
+    narrow.close()
 
 
 def test_the_run_chart_ranks_step_names_over_a_sweep_and_opens_the_slowest(browser, real_trace, tmp_path):
@@ -127,15 +147,18 @@ def test_the_run_chart_ranks_step_names_over_a_sweep_and_opens_the_slowest(brows
 
     path = str(tmp_path / "sweep.html")
     sweep_report(real_trace, path, 60)
-    view = Page(browser, path, "#timing")
+    view = Page(browser, path, "#timing", width=1280)
     page = view.page
     view.settle()
+    assert _fits(page)
     # What the page drew from the summaries, against run_timing over the same 60 kernels, built here.
     bases = real_trace.kernels
     kernels = [dataclasses.replace(bases[(i - 1) % len(bases)], kernel_id=f"k{i}") for i in range(1, 61)]
     truth = run_timing(kernels)
     rows = _chart_rows(page)
-    assert len(rows) == 40 and [r["texts"][0] for r in rows] == [t.name for t in truth[:40]]
+    names = [r["texts"][0] for r in rows]
+    assert len(rows) == 40 and all(n == t.name or (n.endswith("…") and t.name.startswith(n[:-1])) for n, t in zip(names, truth))
+    assert [r["kernel"] + "/" + r["seq"] for r in rows] == [f"{t.max_kernel}/{t.max_seq}" for t in truth[:40]]
     first = truth[0]
     share = f"{100 * first.self_ms / sum(t.self_ms for t in truth):.1f}%"
     assert rows[0]["texts"][1:6] == [_ms(first.self_ms), share, str(first.calls), str(first.kernels), _ms(first.max_self_ms)]

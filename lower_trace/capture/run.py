@@ -51,7 +51,7 @@ class TraceRun:
     def __init__(self, config: Config, messages: Messages | None = None) -> None:
         self.config = config
         self.messages = messages or Messages()
-        script = script_name()
+        script = config.script or script_name()
         self.script_dir = script_dir_of(config.trace_dir, script)
         self.run_dir = new_run_dir(self.script_dir)
         self.info = RunInfo(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, TextIO
 
 from ..analysis.timing import StepTime, ir_lines, kernel_timing, run_timing, slowest
@@ -13,8 +14,10 @@ TextOf = Callable[[str], str]
 SLOWEST = 10  # steps named under a kernel's table; names in a run's table
 
 
-def _ms(value: float) -> str:
-    return f"{value:.2f}"
+def ms_text(value: float) -> str:
+    """Milliseconds with two decimals, an exact half rounded up: as the page's toFixed(2) does
+    (Python's own formatting rounds exact halves, 0.125, to even)."""
+    return str(Decimal(value).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
 
 
 def _timed(time: StepTime) -> bool:
@@ -27,13 +30,17 @@ def write_kernel_table(out: TextIO, kernel: KernelTrace, text_of: TextOf) -> Non
     top = [t for t in times if t.depth == 0]
     passes = sum(t.ms for t in top if isinstance(t.step, PassRecord))
     codegen = sum(t.ms for t in top) - passes
-    out.write(f"{kernel.kernel_id} {printable(kernel.name)}: compile {kernel.ms:.1f} ms, passes {passes:.1f} ms, codegen {codegen:.1f} ms\n")
+    between = max(0.0, kernel.ms - passes - codegen)
+    out.write(
+        f"{kernel.kernel_id} {printable(kernel.name)}: compile {kernel.ms:.1f} ms, passes {passes:.1f} ms, codegen {codegen:.1f} ms,"
+        f" between steps {between:.1f} ms\n"
+    )
     width = max([24, *(len(t.name) + 2 * t.depth for t in times)])
     out.write(f"{'seq':>4}  {'step':<{width}}  {'ms':>9}  {'self ms':>9}  {'IR lines':>8}\n")
     for time in times:
         lines = ir_lines(time.step, text_of)
         name = "  " * time.depth + printable(time.name)
-        ms, self_ms = (_ms(time.ms), _ms(time.self_ms)) if _timed(time) else ("", "")
+        ms, self_ms = (ms_text(time.ms), ms_text(time.self_ms)) if _timed(time) else ("", "")
         out.write(f"{time.seq:>4}  {name:<{width}}  {ms:>9}  {self_ms:>9}  {'' if lines is None else lines:>8}\n".rstrip() + "\n")
     out.write(f"slowest (self time): {', '.join(f'{printable(t.name)} ({t.seq}) {t.self_ms:.1f} ms' for t in slowest(times, 5))}\n")
 
@@ -41,14 +48,18 @@ def write_kernel_table(out: TextIO, kernel: KernelTrace, text_of: TextOf) -> Non
 def write_run_table(out: TextIO, kernels: Sequence[KernelTrace], limit: int | None = 40) -> None:
     totals = run_timing(kernels)
     everything = sum(t.self_ms for t in totals) or 1.0
-    out.write(f"{len(kernels)} kernels: compile {sum(k.ms for k in kernels):.1f} ms in all; step names by self time over every kernel\n")
+    out.write(
+        f"{len(kernels)} kernels: compile {sum(k.ms for k in kernels):.1f} ms in all, {everything:.1f} ms of it in passes and codegen (100%);"
+        " step names by self time over every kernel\n"
+    )
     shown = totals if limit is None else totals[:limit]
     width = max([24, *(len(t.name) for t in shown)])
-    out.write(f"{'step':<{width}}  {'self ms':>10}  {'% of all':>8}  {'calls':>6}  {'kernels':>7}  {'slowest':>9}  where\n")
+    out.write(f"{'step':<{width}}  {'self ms':>10}  {'%':>6}  {'calls':>6}  {'kernels':>7}  {'slowest':>9}  where\n")
     for t in shown:
         share = f"{100 * t.self_ms / everything:.1f}%"
         out.write(
-            f"{printable(t.name):<{width}}  {t.self_ms:>10.2f}  {share:>8}  {t.calls:>6}  {t.kernels:>7}  {t.max_self_ms:>9.2f}  {t.max_kernel}/{t.max_seq}\n"
+            f"{printable(t.name):<{width}}  {ms_text(t.self_ms):>10}  {share:>6}  {t.calls:>6}  {t.kernels:>7}"
+            f"  {ms_text(t.max_self_ms):>9}  {t.max_kernel}/{t.max_seq}\n"
         )
     if len(shown) < len(totals):
         out.write(f"... and {len(totals) - len(shown)} more step names (--json lists them all)\n")

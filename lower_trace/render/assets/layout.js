@@ -142,8 +142,10 @@ const LTLayout = (() => {
     const cell = Math.max(5, Math.min(34, Math.floor((room - 40) / cols)));
     const labels = cell >= 26;
     const chart = svg("svg", { class: "layout-grid", width: 40 + cols * cell + 2, height: 16 + rows * cell + 2, role: "img" });
-    for (let c = 0; c < cols; c += cols > 16 ? 8 : 1) chart.appendChild(svg("text", { x: 40 + c * cell + 1, y: 11, class: "axis" }, String(c)));
-    for (let r = 0; r < rows; r += rows > 16 ? 8 : 1) {
+    // Axis labels as often as they fit: a column label needs ~24 px, a row label ~11 (a power of two apart).
+    const every = (px) => 2 ** Math.max(0, Math.ceil(Math.log2(px / cell)));
+    for (let c = 0; c < cols; c += every(24)) chart.appendChild(svg("text", { x: 40 + c * cell + 1, y: 11, class: "axis" }, String(c)));
+    for (let r = 0; r < rows; r += every(11)) {
       const label = shape.length > 1 ? String(r) : `${r * cols}`;
       chart.appendChild(svg("text", { x: 36, y: 16 + r * cell + Math.min(cell, 12), class: "axis row" }, label));
     }
@@ -177,7 +179,11 @@ const LTLayout = (() => {
   }
 
   // One fragment: the facts, the expressions, the grid, and a thread to highlight.
-  function fragmentView(layout, room) {
+  const plural = (n, one) => `${n} ${one}${n === 1 ? "" : "s"}`;
+
+  // One fragment: the facts, the expressions, the grid, and a thread to highlight (picked: shared
+  // by the fragments of a pass, so switching buffers keeps the thread lit).
+  function fragmentView(layout, room, picked) {
     const box = el("div", "layout-one");
     let values;
     try {
@@ -193,7 +199,7 @@ const LTLayout = (() => {
     const facts = [
       `${layout.buffer}: ${dimsText(layout.shape)} ${layout.dtype || ""}`.trim(),
       layout.threads ? `threads ${first}–${last}` : "",
-      `${Math.max(...perThread.values())} elements per thread`,
+      `${plural(Math.max(...perThread.values()), "element")} per thread`,
       values.reps > 1 ? `each element held by ${values.reps} threads` : "",
     ];
     box.appendChild(el("div", "layout-facts", facts.filter(Boolean).join(" · ")));
@@ -206,7 +212,8 @@ const LTLayout = (() => {
     pick.max = String(last);
     pick.placeholder = String(first);
     tools.lastChild.appendChild(pick);
-    const status = el("span", "layout-status muted", "point at an element; click it to highlight its thread");
+    const HINT = "point at an element; click it to highlight its thread";
+    const status = el("span", "layout-status muted", HINT);
     tools.appendChild(status);
     box.appendChild(tools);
     let chart = null;
@@ -214,10 +221,14 @@ const LTLayout = (() => {
       if (t !== null && Number.isNaN(t)) t = null;
       chart.classList.toggle("picked", t !== null);
       for (const rect of chart.querySelectorAll("rect[data-e]")) rect.classList.toggle("mine", t !== null && rect.dataset.t.split(",").includes(String(t)));
-      if (t !== null) {
-        const held = chart.querySelectorAll("rect.mine").length;
-        status.textContent = `${threadText(t)} holds ${held} element${held === 1 ? "" : "s"}`;
+      picked.thread = t;
+      if (t === null) {
+        status.textContent = HINT;
+        return;
       }
+      const held = chart.querySelectorAll("rect.mine").length;
+      const outside = layout.threads && (t < first || t > last) ? ` (not one of this layout's threads ${first}–${last})` : "";
+      status.textContent = `${threadText(t)} holds ${plural(held, "element")}${outside}`;
     };
     const hover = (e) => {
       const ts = Array.from(values.threads.subarray(e * values.reps, (e + 1) * values.reps));
@@ -242,6 +253,7 @@ const LTLayout = (() => {
     });
     tools.insertBefore(zoom, status);
     pick.addEventListener("input", () => highlight(pick.value === "" ? null : Number(pick.value)));
+    if (picked.thread !== null && picked.thread !== undefined) pick.value = String(picked.thread);
     draw();
     box.appendChild(scroller);
     return box;
@@ -255,9 +267,10 @@ const LTLayout = (() => {
     box.id = "layouts";
     const bar = el("div", "layout-buffers");
     const shown = el("div", "layout-shown");
+    const picked = { thread: null };
     const show = (i) => {
       for (const button of bar.children) button.classList.toggle("on", Number(button.dataset.i) === i);
-      shown.replaceChildren(fragmentView(layouts[i], room));
+      shown.replaceChildren(fragmentView(layouts[i], room, picked));
     };
     layouts.forEach((layout, i) => {
       const button = el("button", "", `${layout.buffer} ${dimsText(layout.shape)}`);

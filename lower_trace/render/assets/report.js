@@ -190,7 +190,9 @@ async function ltReport() {
     if (!kernel) return;
     leaveSteps();
     state.timing = "kernel";
-    $("detail").replaceChildren(LTTiming.kernelChart(kernel, (seq) => selectStep(seq), "run", paneRoom()));
+    // A bar opens its pass as a new history entry: Back returns to the chart.
+    const open = (seq) => { history.pushState(null, "", `#${kernel.id}/${seq}`); selectStep(seq); };
+    $("detail").replaceChildren(LTTiming.kernelChart(kernel, open, "run", paneRoom()));
     $("detail").scrollTop = 0;
     const hash = `#${kernel.id}/timing`;
     if (location.hash !== hash) history.replaceState(null, "", hash);
@@ -199,7 +201,8 @@ async function ltReport() {
   function showRunTiming() {
     leaveSteps();
     state.timing = "run";
-    $("detail").replaceChildren(LTTiming.runChart(kernels, (id, seq) => selectKernel(id, seq), false, paneRoom()));
+    const open = (id, seq) => { history.pushState(null, "", `#${id}/${seq}`); selectKernel(id, seq); };
+    $("detail").replaceChildren(LTTiming.runChart(kernels, open, false, paneRoom()));
     $("detail").scrollTop = 0;
     if (location.hash !== "#timing") history.replaceState(null, "", "#timing");
   }

@@ -9,7 +9,15 @@ const LTTiming = (() => {
   const ROW = 18, CHAR = 7.3, TOP = 26;
   const isCodegen = (step) => step.kind === "codegen";
   const labelOf = (step) => (isCodegen(step) ? `${step.role} codegen` : step.name);
-  const ms = (value) => (value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2));
+  const ms = (value) => value.toFixed(2); // as `lower-trace show --timing` prints them
+  const COL = 70, MIN_BAR = 120, MIN_NAME = 18; // px of a number column; the least a bar and a name get (chars)
+
+  // Names get what the numbers and the smallest bar leave; longer ones end in "…" (whole in the tooltip).
+  function nameRoom(longest, fixed, room) {
+    const chars = Math.max(MIN_NAME, Math.min(longest, Math.floor((room - fixed - MIN_BAR) / CHAR)));
+    return { chars, width: chars * CHAR };
+  }
+  const cut = (text, chars) => (text.length > chars ? `${text.slice(0, chars - 1)}…` : text);
 
   // Lines of a text as analysis/timing.py's line_count counts them.
   const lineCount = (text) => (!text ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0));
@@ -41,7 +49,8 @@ const LTTiming = (() => {
     const codegenMs = top.filter(isCodegen).reduce((sum, s) => sum + (s.ms || 0), 0);
     const slowest = [...steps].sort((x, y) => y.self - x.self || x.seq - y.seq)[0];
     box.appendChild(el("h2", "", `Timing · ${kernel.id} ${kernel.name}`));
-    const facts = [`compile ${ms(kernel.ms || 0)} ms`, `passes ${ms(passMs)} ms`, `codegen ${ms(codegenMs)} ms`];
+    const between = Math.max(0, (kernel.ms || 0) - passMs - codegenMs);
+    const facts = [`compile ${ms(kernel.ms || 0)} ms`, `passes ${ms(passMs)} ms`, `codegen ${ms(codegenMs)} ms`, `between steps ${ms(between)} ms (not drawn)`];
     if (slowest) facts.push(`slowest: ${labelOf(slowest)} (${ms(slowest.self)} ms self)`);
     const head = el("div", "timing-facts muted", facts.join(" · "));
     const redraw = (value) => box.replaceWith(kernelChart(kernel, open, value, room));
@@ -58,28 +67,32 @@ const LTTiming = (() => {
     const lines = rows.map((step) => irLines(kernel, step));
     const maxLines = Math.max(1, ...lines.map((n) => n || 0));
     const end = Math.max(0.001, ...rows.map((s) => (nested ? s.at + s.ms : s.ms)));
-    const nameW = Math.min(56, Math.max(12, ...rows.map((s) => labelOf(s).length + (nested ? 2 * (s.depth || 0) : 0)))) * CHAR + 44;
-    const linesW = 80, barW = Math.max(160, Math.min(520, room - nameW - 12 - 3 * 68 - 8 - linesW - 8));
-    const barX = nameW, numX = barX + barW + 12, linesX = numX + 3 * 68 + 8;
+    const indentOf = (s) => (nested ? 2 * (s.depth || 0) : 0);
+    const linesW = 64, fixed = 40 + 12 + 3 * COL + 8 + linesW + 8;
+    const names = nameRoom(Math.max(...rows.map((s) => labelOf(s).length + indentOf(s))), fixed, room);
+    const nameW = 40 + names.width + 4;
+    const barW = Math.max(MIN_BAR, Math.min(520, room - fixed - names.width - 4));
+    const barX = nameW, numX = barX + barW + 12, linesX = numX + 3 * COL + 8;
     const width = linesX + linesW + 8;
     const chart = svg("svg", { class: "timing-chart", width, height: TOP + rows.length * ROW + 6, role: "img" });
     chart.appendChild(svg("text", { x: 6, y: 16, class: "th" }, "step"));
-    chart.appendChild(svg("text", { x: barX, y: 16, class: "th" }, nested ? "time line · dark: self time" : "self time (dark) and inclusive"));
-    ["ms", "self ms", "IR lines"].forEach((label, i) => chart.appendChild(svg("text", { x: numX + 60 + i * 68, y: 16, class: "th num" }, label)));
+    const heads = nested ? ["time line · dark: self", "time line"] : ["self (dark), inclusive", "self, inclusive"];
+    const barHead = heads.find((h) => h.length * CHAR <= barW) || heads[heads.length - 1];
+    chart.appendChild(svg("text", { x: barX, y: 16, class: "th" }, barHead));
+    ["ms", "self ms", "IR lines"].forEach((label, i) => chart.appendChild(svg("text", { x: numX + (i + 1) * COL - 4, y: 16, class: "th num" }, label)));
     const scale = barW / end;
     rows.forEach((step, i) => {
       const y = TOP + i * ROW;
       const g = svg("g", { class: `bar-row ${isCodegen(step) ? "codegen" : step.status}`, "data-seq": step.seq, transform: `translate(0,${y})` });
       g.appendChild(svg("rect", { class: "row-bg", x: 0, y: 0, width, height: ROW }));
-      const indent = nested ? (step.depth || 0) * 2 * CHAR : 0;
       g.appendChild(svg("text", { x: 6, y: 13, class: "seq" }, step.seq));
-      g.appendChild(svg("text", { x: 40 + indent, y: 13, class: "name" }, labelOf(step)));
+      g.appendChild(svg("text", { x: 40 + indentOf(step) * CHAR, y: 13, class: "name" }, cut(labelOf(step), names.chars - indentOf(step))));
       const x0 = barX + (nested ? step.at * scale : 0);
       g.appendChild(svg("rect", { class: "incl", x: x0, y: 3, width: Math.max(1, step.ms * scale), height: ROW - 6 }));
       g.appendChild(svg("rect", { class: "self", x: x0, y: 3, width: Math.max(step.self > 0 ? 1 : 0, step.self * scale), height: ROW - 6 }));
       const failed = step.status === "failed" || step.status === "incomplete";
       [failed ? "" : ms(step.ms), failed ? "" : ms(step.self), lines[i] === null ? "" : lines[i]].forEach((text, k) =>
-        g.appendChild(svg("text", { x: numX + 60 + k * 68, y: 13, class: "num" }, text)));
+        g.appendChild(svg("text", { x: numX + (k + 1) * COL - 4, y: 13, class: "num" }, text)));
       if (lines[i] !== null) g.appendChild(svg("rect", { class: "ir-lines", x: linesX, y: 5, width: Math.max(1, (lines[i] / maxLines) * linesW), height: ROW - 10 }));
       const tip = `${step.seq} ${labelOf(step)}: ${ms(step.ms)} ms, ${ms(step.self)} ms self${lines[i] === null ? "" : `, ${lines[i]} IR lines after`}`;
       g.appendChild(svg("title", {}, tip));
@@ -112,26 +125,28 @@ const LTTiming = (() => {
     const compile = kernels.reduce((sum, k) => sum + (k.ms || 0), 0);
     const selfSum = totals.reduce((sum, t) => sum + t.self, 0);
     box.appendChild(el("h2", "", "Timing · the run"));
-    box.appendChild(el("div", "timing-facts muted", `${kernels.length} kernels · compile ${ms(compile)} ms in all · ${totals.length} step names · slowest first; a bar opens the slowest run of that step`));
+    const facts = `${kernels.length} kernels · compile ${ms(compile)} ms in all, ${ms(selfSum)} ms of it in passes and codegen (100%)`;
+    box.appendChild(el("div", "timing-facts muted", `${facts} · ${totals.length} step names, most self time first; a bar opens the slowest run of that step`));
     const rows = all ? totals : totals.slice(0, SHOWN);
-    const nameW = Math.min(56, Math.max(12, ...rows.map((t) => t.name.length))) * CHAR + 12;
-    const COL = 78, barW = Math.max(120, Math.min(420, room - nameW - 12 - 5 * COL - 70));
-    const barX = nameW, numX = barX + barW + 12, width = numX + 5 * COL + 70;
+    const whereW = 64, fixed = 6 + 12 + 5 * COL + whereW;
+    const names = nameRoom(Math.max(...rows.map((t) => t.name.length)), fixed, room);
+    const barW = Math.max(MIN_BAR, Math.min(420, room - fixed - names.width - 12));
+    const barX = names.width + 12, numX = barX + barW + 12, width = numX + 5 * COL + whereW;
     const chart = svg("svg", { class: "timing-chart run", width, height: TOP + rows.length * ROW + 6, role: "img" });
     chart.appendChild(svg("text", { x: 6, y: 16, class: "th" }, "step"));
     chart.appendChild(svg("text", { x: barX, y: 16, class: "th" }, "self time"));
-    const heads = ["self ms", "% of all", "calls", "kernels", "slowest"];
-    heads.forEach((label, i) => chart.appendChild(svg("text", { x: numX + 60 + i * COL, y: 16, class: "th num" }, label)));
-    chart.appendChild(svg("text", { x: numX + 66 + 4 * COL, y: 16, class: "th" }, "in"));
+    const heads = ["self ms", "%", "calls", "kernels", "slowest"];
+    heads.forEach((label, i) => chart.appendChild(svg("text", { x: numX + (i + 1) * COL - 4, y: 16, class: "th num" }, label)));
+    chart.appendChild(svg("text", { x: numX + 5 * COL + 4, y: 16, class: "th" }, "in"));
     const top = Math.max(0.001, ...rows.map((t) => t.self));
     rows.forEach((t, i) => {
       const g = svg("g", { class: "bar-row", "data-name": t.name, "data-kernel": t.kernel, "data-seq": t.seq, transform: `translate(0,${TOP + i * ROW})` });
       g.appendChild(svg("rect", { class: "row-bg", x: 0, y: 0, width, height: ROW }));
-      g.appendChild(svg("text", { x: 6, y: 13, class: "name" }, t.name));
+      g.appendChild(svg("text", { x: 6, y: 13, class: "name" }, cut(t.name, names.chars)));
       g.appendChild(svg("rect", { class: "self", x: barX, y: 3, width: Math.max(1, (t.self / top) * barW), height: ROW - 6 }));
       const cells = [ms(t.self), selfSum ? `${((100 * t.self) / selfSum).toFixed(1)}%` : "", t.calls, t.kernels, ms(t.max)];
-      cells.forEach((text, k) => g.appendChild(svg("text", { x: numX + 60 + k * COL, y: 13, class: "num" }, text)));
-      g.appendChild(svg("text", { x: numX + 66 + 4 * COL, y: 13, class: "where" }, `${t.kernel}/${t.seq}`));
+      cells.forEach((text, k) => g.appendChild(svg("text", { x: numX + (k + 1) * COL - 4, y: 13, class: "num" }, text)));
+      g.appendChild(svg("text", { x: numX + 5 * COL + 4, y: 13, class: "where" }, `${t.kernel}/${t.seq}`));
       g.appendChild(svg("title", {}, `${t.name}: ${ms(t.self)} ms self over ${t.calls} calls in ${t.kernels} kernels; slowest ${ms(t.max)} ms in ${t.kernel} (step ${t.seq})`));
       g.addEventListener("click", () => open(t.kernel, t.seq));
       chart.appendChild(g);
