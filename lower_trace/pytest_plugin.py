@@ -29,7 +29,9 @@ def _take_back_a_path(config: Any) -> None:
     if value is None or value in MODES:
         return
     if not (os.path.exists(value.split("::")[0]) or "::" in value or value.endswith(".py")):
-        raise pytest.UsageError(f"--lower-trace {value!r}: use --lower-trace, or --lower-trace=html, terminal or both")
+        raise pytest.UsageError(
+            f"--lower-trace {value!r}: neither a mode nor a test file or folder that exists; use --lower-trace, or --lower-trace=html, terminal or both"
+        )
     config.option.lower_trace = "html"
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         config.args.insert(0, value)

@@ -129,4 +129,4 @@ def test_a_bad_ini_value_is_a_usage_error(tmp_path):
     done, out = run_suite(tmp_path / "off", "--lower-trace-keep=all", ini="[pytest]\n")  # keep what? tracing is off
     assert done.returncode == 4 and "--lower-trace-keep needs --lower-trace" in out
     done, out = run_suite(tmp_path / "off", "--lower-trace", "sometimes", ini="[pytest]\n")  # neither a mode nor tests
-    assert done.returncode == 4 and "--lower-trace 'sometimes': use --lower-trace, or --lower-trace=html, terminal or both" in out
+    assert done.returncode == 4 and "--lower-trace 'sometimes': neither a mode nor a test file or folder that exists" in out

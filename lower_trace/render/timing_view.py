@@ -48,9 +48,10 @@ def write_kernel_table(out: TextIO, kernel: KernelTrace, text_of: TextOf) -> Non
 def write_run_table(out: TextIO, kernels: Sequence[KernelTrace], limit: int | None = 40) -> None:
     totals = run_timing(kernels)
     everything = sum(t.self_ms for t in totals) or 1.0
+    compile_ms = sum(k.ms for k in kernels)
     out.write(
-        f"{len(kernels)} kernels: compile {sum(k.ms for k in kernels):.1f} ms in all, {everything:.1f} ms of it in passes and codegen (100%);"
-        " step names by self time over every kernel\n"
+        f"{len(kernels)} kernels: compile {compile_ms:.1f} ms in all, {everything:.1f} ms of it in passes and codegen (100%),"
+        f" {max(0.0, compile_ms - everything):.1f} ms between steps; step names by self time over every kernel\n"
     )
     shown = totals if limit is None else totals[:limit]
     width = max([24, *(len(t.name) for t in shown)])

@@ -175,7 +175,7 @@ const LTLayout = (() => {
   }
 
   function threadText(t) {
-    return `thread ${t} (warp ${Math.floor(t / 32)}, lane ${t % 32})`;
+    return t < 0 ? `thread ${t}` : `thread ${t} (warp ${Math.floor(t / 32)}, lane ${t % 32})`;
   }
 
   // One fragment: the facts, the expressions, the grid, and a thread to highlight.

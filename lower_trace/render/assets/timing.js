@@ -50,7 +50,8 @@ const LTTiming = (() => {
     const slowest = [...steps].sort((x, y) => y.self - x.self || x.seq - y.seq)[0];
     box.appendChild(el("h2", "", `Timing · ${kernel.id} ${kernel.name}`));
     const between = Math.max(0, (kernel.ms || 0) - passMs - codegenMs);
-    const facts = [`compile ${ms(kernel.ms || 0)} ms`, `passes ${ms(passMs)} ms`, `codegen ${ms(codegenMs)} ms`, `between steps ${ms(between)} ms (not drawn)`];
+    const total = (value) => value.toFixed(1); // the totals as show --timing's header prints them
+    const facts = [`compile ${total(kernel.ms || 0)} ms`, `passes ${total(passMs)} ms`, `codegen ${total(codegenMs)} ms`, `between steps ${total(between)} ms (not drawn)`];
     if (slowest) facts.push(`slowest: ${labelOf(slowest)} (${ms(slowest.self)} ms self)`);
     const head = el("div", "timing-facts muted", facts.join(" · "));
     const redraw = (value) => box.replaceWith(kernelChart(kernel, open, value, room));
@@ -125,7 +126,8 @@ const LTTiming = (() => {
     const compile = kernels.reduce((sum, k) => sum + (k.ms || 0), 0);
     const selfSum = totals.reduce((sum, t) => sum + t.self, 0);
     box.appendChild(el("h2", "", "Timing · the run"));
-    const facts = `${kernels.length} kernels · compile ${ms(compile)} ms in all, ${ms(selfSum)} ms of it in passes and codegen (100%)`;
+    const between = Math.max(0, compile - selfSum);
+    const facts = `${kernels.length} kernels · compile ${compile.toFixed(1)} ms in all, ${selfSum.toFixed(1)} ms of it in passes and codegen (100%), ${between.toFixed(1)} ms between steps`;
     box.appendChild(el("div", "timing-facts muted", `${facts} · ${totals.length} step names, most self time first; a bar opens the slowest run of that step`));
     const rows = all ? totals : totals.slice(0, SHOWN);
     const whereW = 64, fixed = 6 + 12 + 5 * COL + whereW;
