@@ -489,7 +489,8 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "func", None) is cmd_blame and args.pattern is None and len(extra) == 1 and not extra[0].startswith("-"):
             args.pattern = extra[0]
         else:
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            command = f"{parser.prog} {args.command}" if getattr(args, "command", None) else parser.prog
+            parser.exit(2, f"{command}: error: unrecognized arguments: {' '.join(extra)} (see {command} --help)\n")
     try:
         if args.func is cmd_run:
             return cmd_run(args)  # the user's program: its warnings (and exceptions) are its own

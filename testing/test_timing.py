@@ -118,12 +118,19 @@ def test_the_kernel_chart_draws_the_traces_numbers_and_opens_a_pass(browser, rea
     page.click(f"#detail .bar-row[data-seq='{slowest}']")
     view.settle()
     assert view.active() == int(slowest) and page.evaluate("location.hash") == f"#{gemm.kernel_id}/{slowest}"
-    # Back returns to the chart; t opens it too, and it stays on while another kernel is opened.
+    # Back returns to the chart, still slowest first; t opens it too, and Back from there returns to the pass.
     page.go_back()
     wait_until(page, "() => document.querySelector('#detail svg.timing-chart') !== null")
     assert page.evaluate("location.hash") == f"#{gemm.kernel_id}/timing"
+    assert _chart_rows(page)[0]["seq"] == slowest
     page.click(f"#passes .step[data-seq='{slowest}']")
     view.press("t")
+    assert page.evaluate("location.hash") == f"#{gemm.kernel_id}/timing"
+    page.go_back()
+    wait_until(page, f"() => location.hash === '#{gemm.kernel_id}/{slowest}'")
+    view.settle()
+    assert view.active() == int(slowest)
+    page.click("#timing-kernel")
     assert page.evaluate("location.hash") == f"#{gemm.kernel_id}/timing"
     other = real_trace.kernels[-1]
     page.locator(f"#kernels .kernel-row[data-kernel='{other.kernel_id}']").click()

@@ -15,6 +15,7 @@ async function ltReport() {
     mode: localStorage.getItem("lt-mode") === "unified" ? "unified" : "split",
     blame: localStorage.getItem("lt-blame") === "1",
     timing: null, // "kernel" or "run": a timing chart is in the detail pane
+    timingOrder: "run", // the kernel chart's order: "run" (the time line) or "self" (slowest first)
     compare: null, // {a, b, view}: another kernel compared with the open one, in the detail pane
   };
   const view = LTView.create(state, page.rules, { select: (seq) => selectStep(seq) });
@@ -185,26 +186,29 @@ async function ltReport() {
 
   const paneRoom = () => Math.max(480, $("detail").clientWidth - 40);
 
-  function showKernelTiming() {
+  // Charts and the passes they open are history entries of their own: Back goes from a pass to
+  // the chart, and from a chart opened by its button (or t) to where you were.
+  const goTo = (hash, push) => { if (location.hash !== hash) history[push ? "pushState" : "replaceState"](null, "", hash); };
+
+  function showKernelTiming(push = false) {
     const kernel = state.current;
     if (!kernel) return;
     leaveSteps();
     state.timing = "kernel";
-    // A bar opens its pass as a new history entry: Back returns to the chart.
-    const open = (seq) => { history.pushState(null, "", `#${kernel.id}/${seq}`); selectStep(seq); };
-    $("detail").replaceChildren(LTTiming.kernelChart(kernel, open, "run", paneRoom()));
+    const open = (seq) => { goTo(`#${kernel.id}/${seq}`, true); selectStep(seq); };
+    const order = (value) => { state.timingOrder = value; };
+    $("detail").replaceChildren(LTTiming.kernelChart(kernel, open, state.timingOrder, paneRoom(), order));
     $("detail").scrollTop = 0;
-    const hash = `#${kernel.id}/timing`;
-    if (location.hash !== hash) history.replaceState(null, "", hash);
+    goTo(`#${kernel.id}/timing`, push);
   }
 
-  function showRunTiming() {
+  function showRunTiming(push = false) {
     leaveSteps();
     state.timing = "run";
-    const open = (id, seq) => { history.pushState(null, "", `#${id}/${seq}`); selectKernel(id, seq); };
+    const open = (id, seq) => { goTo(`#${id}/${seq}`, true); selectKernel(id, seq); };
     $("detail").replaceChildren(LTTiming.runChart(kernels, open, false, paneRoom()));
     $("detail").scrollTop = 0;
-    if (location.hash !== "#timing") history.replaceState(null, "", "#timing");
+    goTo("#timing", push);
   }
 
   // --- selection and deep links --------------------------------------------------------------
@@ -380,8 +384,8 @@ async function ltReport() {
         if (first) selectKernel(first.dataset.kernel);
       }
     });
-    $("timing-kernel").addEventListener("click", showKernelTiming);
-    $("timing-run").addEventListener("click", showRunTiming);
+    $("timing-kernel").addEventListener("click", () => showKernelTiming(true));
+    $("timing-run").addEventListener("click", () => showRunTiming(true));
     $("compare-with").addEventListener("change", (event) => {
       event.target.blur();
       if (event.target.value) compareWith(event.target.value);
@@ -422,7 +426,7 @@ async function ltReport() {
       else if (event.key === "j") move(1, false);
       else if (event.key === "k") move(-1, false);
       else if (event.key === "n") move(1, true);
-      else if (event.key === "t") showKernelTiming();
+      else if (event.key === "t") showKernelTiming(true);
       else if (event.key === "/") { event.preventDefault(); $("search").focus(); }
     });
     window.addEventListener("hashchange", () => { fromHash(); });

@@ -40,7 +40,7 @@ const LTTiming = (() => {
 
   // One kernel: a row per step. order "run": in execution order, on the time line;
   // "self": slowest self time first, bars from zero.
-  function kernelChart(kernel, open, order = "run", room = 900) {
+  function kernelChart(kernel, open, order = "run", room = 900, onOrder = () => {}) {
     const box = el("section", "timing");
     // Fields at their default are left out of the payload (model.to_json): a 0 ms step has no "ms".
     const steps = kernel.steps.map((s) => ({ ...s, ms: s.ms || 0, self: s.self || 0, at: s.at || 0 }));
@@ -54,7 +54,7 @@ const LTTiming = (() => {
     const facts = [`compile ${total(kernel.ms || 0)} ms`, `passes ${total(passMs)} ms`, `codegen ${total(codegenMs)} ms`, `between steps ${total(between)} ms (not drawn)`];
     if (slowest) facts.push(`slowest: ${labelOf(slowest)} (${ms(slowest.self)} ms self)`);
     const head = el("div", "timing-facts muted", facts.join(" · "));
-    const redraw = (value) => box.replaceWith(kernelChart(kernel, open, value, room));
+    const redraw = (value) => { onOrder(value); box.replaceWith(kernelChart(kernel, open, value, room, onOrder)); };
     head.appendChild(toggle([["run", "in order"], ["self", "slowest first"]], order, redraw));
     box.appendChild(head);
     const rows = order === "self" ? [...steps].sort((x, y) => y.self - x.self || x.seq - y.seq) : steps;
