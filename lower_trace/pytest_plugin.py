@@ -64,8 +64,9 @@ def _settings(config: Any) -> tuple[str | None, str, str]:
     folder = config.getoption("lower_trace_dir")
     if folder is None and mode is not None:  # lower-trace is imported only when asked for
         from lower_trace.config import default_trace_dir
+        from lower_trace.store import PYTEST_DIR
 
-        folder = os.path.join(default_trace_dir(), "pytest")
+        folder = os.path.join(default_trace_dir(), PYTEST_DIR)
     return mode, keep, os.path.abspath(folder or ".")
 
 
@@ -73,8 +74,9 @@ def _settings(config: Any) -> tuple[str | None, str, str]:
 def pytest_configure(config: Any) -> None:
     _take_back_a_path(config)
     mode, keep, folder = _settings(config)
-    config.stash[_STATE] = {"mode": mode, "keep": keep, "folder": folder}
-    _kept_count[0] = 0
+    config.stash[_STATE] = {"mode": mode, "keep": keep, "folder": folder, "kept": 0}
+    if mode is not None:
+        config.pluginmanager.register(_KeptCounter(config.stash[_STATE]), "lower-trace-kept")
 
 
 def _test_name(nodeid: str) -> str:
@@ -127,18 +129,20 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     report.sections.append(("lower-trace", f"traced {count} kernel{'s' if count != 1 else ''}; {where}"))
 
 
-def pytest_runtest_logreport(report: Any) -> None:
-    """Counted where reports arrive: in this process, or from the xdist workers on the controller."""
-    if any(name == _KEPT for name, _ in getattr(report, "user_properties", ())):
-        _kept_count[0] += 1
+class _KeptCounter:
+    """Counts kept traces where reports arrive: in this process, or from the xdist workers on the controller."""
 
+    def __init__(self, state: dict) -> None:
+        self.state = state
 
-_kept_count = [0]
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if any(name == _KEPT for name, _ in getattr(report, "user_properties", ())):
+            self.state["kept"] += 1
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
     state = config.stash.get(_STATE, None)
-    if state and state["mode"] is not None and _kept_count[0]:
-        count = _kept_count[0]
+    if state and state["mode"] is not None and state["kept"]:
+        count = state["kept"]
         tests = f"{count} test{'s' if count != 1 else ''}"
         terminalreporter.write_line(f"lower-trace: traces of {tests} kept in {state['folder']} (lower-trace list --runs {state['folder']})")

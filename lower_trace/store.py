@@ -59,6 +59,7 @@ IR = "ir.jsonl"  # pass inputs as TVM's JSON, for reproducers and replay
 REPRO = "repro"  # a run's reproducers: one folder per failed pass
 REPORT = "report.html"
 EDITS = "edits"
+PYTEST_DIR = "pytest"  # under the trace root: `pytest --lower-trace` keeps a folder per test in it
 
 
 def script_dir_of(trace_dir: str, script: str) -> str:
@@ -233,7 +234,7 @@ def find_run_dir(path: str) -> str:
         return runs[-1]
     if not os.path.exists(path):
         raise TraceNotFound(f"{path}: no such directory; pass a trace folder (default ./tmp/lower_trace_dir)")
-    tests = os.path.join(path, "pytest")  # where `pytest --lower-trace` keeps the traces of tests, a level deeper
+    tests = os.path.join(path, PYTEST_DIR)  # the traces `pytest --lower-trace` kept: a level deeper
     if list_runs(tests):
         raise TraceNotFound(f"{path}: no trace of a script here; the traces pytest --lower-trace kept are in {tests} (lower-trace list --runs {tests})")
     raise TraceNotFound(f"{path}: no trace here; run your script with TL_LOWER_TRACE=html first")

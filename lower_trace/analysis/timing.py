@@ -81,10 +81,11 @@ def slowest(times: Iterable[StepTime], count: int = 10) -> list[StepTime]:
     return sorted(times, key=lambda t: (-t.self_ms, t.seq))[:count]
 
 
-def kernel_totals(kernel: KernelTrace) -> dict[str, list[float]]:
-    """Per step name: [calls, self ms summed, slowest self ms, its seq] -- what a run's table is built from."""
+def kernel_totals(times: Iterable[StepTime]) -> dict[str, list[float]]:
+    """Per step name of one kernel's times: [calls, self ms summed, slowest self ms, its seq] -- what a
+    run's table is built from."""
     totals: dict[str, list[float]] = {}
-    for time in kernel_timing(kernel):
+    for time in times:
         entry = totals.setdefault(time.name, [0, 0.0, -1.0, 0])
         entry[0] += 1
         entry[1] = round(entry[1] + time.self_ms, 3)
@@ -97,7 +98,7 @@ def run_timing(kernels: Iterable[KernelTrace]) -> list[PassTotal]:
     """Every step name of a run with its total self time over all kernels, slowest first."""
     merged: dict[str, PassTotal] = {}
     for kernel in kernels:
-        for name, (calls, self_ms, max_ms, max_seq) in kernel_totals(kernel).items():
+        for name, (calls, self_ms, max_ms, max_seq) in kernel_totals(kernel_timing(kernel)).items():
             old = merged.get(name)
             if old is None:
                 merged[name] = PassTotal(name, int(calls), 1, self_ms, max_ms, kernel.kernel_id, int(max_seq))

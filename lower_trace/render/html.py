@@ -22,7 +22,7 @@ from importlib import resources
 from typing import Any
 
 from ..analysis.compare import configs_of
-from ..analysis.timing import kernel_timing, kernel_totals
+from ..analysis.timing import StepTime, kernel_totals
 from ..edit_outcome import EditStatus
 from ..model import CodegenRecord, KernelTrace, RunInfo, to_json
 from ..store import load_trace
@@ -145,11 +145,11 @@ def snapshot_digests(kernel: KernelTrace) -> list[str]:
     return list(seen)
 
 
-def kernel_steps(kernel: KernelTrace) -> list[dict[str, Any]]:
-    """The steps as the page reads them: the records, with self time and place on the time line
-    (analysis/timing.py: the page's chart draws these numbers, it does not recompute them)."""
+def kernel_steps(times: list[StepTime]) -> list[dict[str, Any]]:
+    """The steps as the page reads them (times: analysis.timing.kernel_timing of the kernel): the
+    records, with self time and place on the time line -- the page's chart draws these numbers."""
     steps = []
-    for time in kernel_timing(kernel):
+    for time in times:
         item = to_json(time.step)
         item["kind"] = "codegen" if isinstance(time.step, CodegenRecord) else "pass"
         item["self"] = time.self_ms
@@ -161,7 +161,7 @@ def kernel_steps(kernel: KernelTrace) -> list[dict[str, Any]]:
 SUMMARY_MESSAGE = 300  # characters of a compile error's message kept in the index summary
 
 
-def kernel_summary(kernel: KernelTrace, block: int, refs: list[int]) -> dict[str, Any]:
+def kernel_summary(kernel: KernelTrace, block: int, refs: list[int], times: list[StepTime]) -> dict[str, Any]:
     """What the index shows of a kernel, read for every kernel when the page opens: kept small."""
     error = None
     if kernel.error is not None:
@@ -183,7 +183,7 @@ def kernel_summary(kernel: KernelTrace, block: int, refs: list[int]) -> dict[str
         "edits": edits,
         "configs": configs_of(kernel),
         # Per step name [calls, self ms, slowest self ms, its seq]: the run's timing table, without inflating payloads.
-        "timing": kernel_totals(kernel),
+        "timing": kernel_totals(times),
         "block": block,
         "refs": refs,
     }

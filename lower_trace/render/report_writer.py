@@ -25,6 +25,7 @@ import os
 import threading
 from collections.abc import Callable
 
+from ..analysis.timing import kernel_timing
 from ..model import KernelTrace, RunInfo, to_json
 from .html import block as data_block
 from .html import json_for_script, kernel_steps, kernel_summary, page_head, snapshot_digests, write_pointer
@@ -83,8 +84,9 @@ class ReportWriter:
                     new[digest] = text_of(digest) or ""
                 else:
                     refs.add(holder)
-            payload = {"steps": kernel_steps(kernel), "snapshots": new, "error": to_json(kernel.error) if kernel.error else None}
-            summary = kernel_summary(kernel, block, sorted(refs))
+            times = kernel_timing(kernel)  # once, for the steps and the summary's totals
+            payload = {"steps": kernel_steps(times), "snapshots": new, "error": to_json(kernel.error) if kernel.error else None}
+            summary = kernel_summary(kernel, block, sorted(refs), times)
             chunk = (
                 data_block(pack(payload), "application/octet-stream", "lt-payload", f"lt-p{block}")
                 + data_block(json_for_script(summary), "application/json", "lt-kernel")
