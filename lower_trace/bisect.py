@@ -15,6 +15,7 @@ rarely needed. Nothing here imports TVM: the children do the compiling.
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
@@ -26,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .config import ENV_BISECT, ENV_DIR, ENV_MODE, ENV_REPLAY
-from .model import KernelStatus, KernelTrace, PassRecord, Trace
+from .model import KernelStatus, KernelTrace, PassRecord, PassStatus, Trace
 from .store import TraceNotFound, load_trace
 
 # Passes TileLang's pipelines cannot do without: learned (Bisector._learn) on TileLang 0.1.15's
@@ -64,7 +65,7 @@ class Answer:
     bad: Step | None = None
     runs: int = 0
     required: tuple[str, ...] = ()
-    untested: tuple[str, ...] = ()  # required passes: never skipped, so never tested
+    untested: tuple[str, ...] = ()  # passes that ran in every run: never skipped, so never tested
     steps: list[Step] = field(default_factory=list)
 
 
@@ -205,8 +206,20 @@ class Bisector:
         return record.name
 
     def _untested(self, full: Step) -> tuple[str, ...]:
-        names = {p.name for k in (full.trace.kernels if full.trace else ()) for p in k.passes if p.ordinal}
-        return tuple(n for n in self.required if n in names or n.rsplit(".", 1)[-1] in {x.rsplit(".", 1)[-1] for x in names})
+        """The passes of the full run that ran, as often as there, in every run: never skipped
+        (required ones, and what else always ran), so never tested. A pass missing from a run
+        (skipped, or nested in a skipped pass) was tested by it."""
+        def ran(step: Step) -> collections.Counter[str]:
+            kernels = step.trace.kernels if step.trace else ()
+            return collections.Counter(p.name for k in kernels for p in k.passes if p.ordinal and p.status is not PassStatus.SKIPPED)
+
+        always = ran(full)
+        for step in self.steps:
+            if step is full or step.trace is None or step.verdict in ("broken", "timeout"):
+                continue
+            counts = ran(step)
+            always = collections.Counter({name: n for name, n in always.items() if counts[name] >= n})
+        return tuple(always)
 
     def try_configs(self, keys: Sequence[str]) -> tuple[Step, list[tuple[str, Step]]]:
         """The check with every pass, then with each config switched on alone: which flip it."""

@@ -454,6 +454,10 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("a", metavar="A", help="RUN or RUN:KERNEL (a run, script or root folder; a kernel id, name or number; :KERNEL alone: the default folder)")
     diff.add_argument("b", metavar="B", help="the same for the other compile (also another kernel of the same run)")
     diff.add_argument("--ignore", action="append", default=[], metavar="REGEX", help="remove matches before comparing (repeatable)")
+    diff.add_argument(
+        "--up-to-renaming", action="store_true",
+        help="texts that differ only in a consistent renaming of identifiers (A_shared / A_s, k / k_1) count as the same",
+    )
     diff.add_argument("--json", action="store_true", help="the comparison as JSON")
     diff.add_argument("-U", "--context", type=int, default=3, help="lines of context around changes (default 3)")
     diff.add_argument("--color", choices=("auto", "always", "never"), default="auto")

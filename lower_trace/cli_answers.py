@@ -15,7 +15,8 @@ from .store import load_trace
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """Compare two compiles pass by pass: the first pass that makes them differ, the passes only
-    one ran, the generated sources. Exit status 0 when identical, 1 when they differ."""
+    one ran, the generated sources. Exit status 0 when identical (or, with --up-to-renaming, the
+    same up to renaming), 1 when they differ."""
     from .analysis.compare import Side, compare
     from .render.compare_view import as_json, render
 
@@ -37,8 +38,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
     pairs = list(zip(kernels_a, kernels_b))
     if len(pairs) > 1 and not args.json:
         print(f"{len(pairs)} pairs, compared in order: " + ", ".join(f"{a.kernel_id}~{b.kernel_id}" for a, b in pairs))
-    results = [(ka, kb, compare(Side(ka, trace_a.snapshot), Side(kb, trace_b.snapshot), ignore=args.ignore)) for ka, kb in pairs]
-    differ = any(not result.identical for _, _, result in results)
+    results = [
+        (ka, kb, compare(Side(ka, trace_a.snapshot), Side(kb, trace_b.snapshot), ignore=args.ignore, up_to_renaming=args.up_to_renaming))
+        for ka, kb in pairs
+    ]
+    differ = any(not result.equivalent for _, _, result in results)
     pages: list[str] = []
     if args.html:
         from .render.compare_page import write_compare_page

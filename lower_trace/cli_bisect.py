@@ -66,7 +66,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         scope = f" in the kernels --kernel {printable(args.kernel)} selects (the cause may be in another kernel)" if args.kernel else ""
         print(f"your check fails even with every skippable pass skipped{scope}: the cause is not a pass that can be skipped ({took})")
         if answer.untested:
-            print(f"  never skipped (required), so not tested: {', '.join(answer.untested)}")
+            print(f"  ran in every run (never skipped), so not tested: {', '.join(answer.untested)}")
         return 1
     culprit, kernel, good, bad = answer.culprit, answer.kernel, answer.good, answer.bad
     assert culprit is not None and kernel is not None and good is not None and bad is not None and bad.trace is not None and good.trace is not None
@@ -75,9 +75,12 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     same = [p for p in kernel.passes if p.name == culprit.name]
     which = f", the {_nth(same.index(culprit) + 1)} of {len(same)} {printable(culprit.name)} passes" if len(same) > 1 else ""
     where = f"{printable(culprit.phase)}{inside}{which}"
-    print(f"first bad pass: #{culprit.seq} {printable(culprit.name)} ({where}) of kernel {kernel.kernel_id} {printable(kernel.name)}")
     gated = {k.kernel_id for k in bad.trace.kernels if any(p.ordinal for p in k.passes)}
     counted = "passes" if len(gated) <= 1 else "passes (counted over the kernels bisected)"
+    print(
+        f"first bad pass: {printable(culprit.name)} ({where}) of kernel {kernel.kernel_id} {printable(kernel.name)}: "
+        f"the {_nth(culprit.ordinal)} of the {bisector.total} {counted} in the order they run (step #{culprit.seq} of the bad run's trace)"
+    )
     print(f"  with the first {good.limit} {counted} your check passes; with the first {bad.limit} (the last of them is this one) it fails  ({took})")
     print(f"  good run: {good.trace.path}")
     print(f"  bad run:  {bad.trace.path}")
@@ -85,7 +88,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     print(f"  reproduce the bad run:  {bisector.reproduce(bad.limit, folder=os.path.join(workdir, 'again-bad'))}")
     print(f"  and the good one:       {bisector.reproduce(good.limit, folder=os.path.join(workdir, 'again-good'))}")
     if answer.untested:
-        print(f"  never skipped (required), so not tested: {', '.join(answer.untested)}")
+        print(f"  ran in every run (never skipped), so not tested: {', '.join(answer.untested)}")
     _compare(good, bad, kernel)
     print(f"what {printable(culprit.name)} did in the bad run:")
     color = True if args.color == "always" else False if args.color == "never" else None

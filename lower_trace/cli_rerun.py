@@ -92,16 +92,31 @@ def cmd_repro(args: argparse.Namespace) -> int:
     return 0 if written else 1
 
 
-def _plan(trace: Trace, kernel: KernelTrace, record: PassRecord, compiler: Any, from_: str | None) -> tuple[list[Any], PassRecord, str]:
+def _builder(kernel: KernelTrace, compiler: Any) -> Any:
+    """record -> PassBuild, or the one-line reason it cannot be built (integrations/replay.py);
+    without a compiler here, the script looks each pass up by name."""
+    by_seq = {p.seq: p for p in kernel.passes}
+
+    def build(record: PassRecord) -> repro.PassBuild | str:
+        if compiler is None:
+            return repro.PassBuild(record.name, f"find_pass({record.name!r})")
+        parent = by_seq.get(record.parent) if record.parent is not None else None
+        return compiler.pass_build(record.name, record.call, parent.name if parent is not None else "")
+
+    return build
+
+
+def _plan(trace: Trace, kernel: KernelTrace, record: PassRecord, compiler: Any, from_: str | None) -> tuple[list[repro.PassBuild], PassRecord, str]:
     """(the passes a reproducer of record runs, the pass whose input it starts from, why so)."""
     where = f"{kernel.kernel_id} {record.seq} {record.name}"
-    factory = (lambda name: compiler.find_factory(name)) if compiler is not None else (lambda name: None)
+    build = _builder(kernel, compiler)
     runs, why = record, ""
-    if compiler is not None and factory(record.name) is None:
-        runs = next((p for p in _enclosing(kernel, record) if p.input and factory(p.name) is not None), record)
+    made = build(record)
+    if isinstance(made, str):
+        runs = next((p for p in _enclosing(kernel, record)[1:] if p.input and not isinstance(build(p), str)), record)
         if runs is record:
-            raise UsageError(f"{where} cannot be built from Python (it takes arguments, or exists only in C++), nor can a pass around it")
-        why = f"{record.name} cannot be built from Python (it takes arguments, or exists only in C++), so this runs the pass it is nested in, {runs.name}."
+            raise UsageError(f"{where}: {made}, nor can a pass around it")
+        why = f"{made}, so this runs the pass it is nested in, {runs.name}."
     if from_ is not None:
         start = _one_pass(trace, kernel, from_)
         stretch = [p for p in kernel.passes if p.parent == runs.parent and start.seq <= p.seq <= runs.seq]
@@ -109,22 +124,13 @@ def _plan(trace: Trace, kernel: KernelTrace, record: PassRecord, compiler: Any, 
             raise UsageError(f"--from {from_}: {start.seq} {start.name} is not an earlier pass of the pipeline {runs.seq} {runs.name} runs in")
     else:
         start, stretch = runs, [runs]
-        if repro.holds_layouts(trace.ir_json(runs.input)):  # an earlier input without layouts, where kept (replay traces)
-            earlier = [p for p in kernel.passes if p.parent == runs.parent and p.seq < runs.seq]
-            for back, candidate in enumerate(reversed(earlier)):
-                if not candidate.input or (compiler is not None and factory(candidate.name) is None) or back >= 12:
-                    break
-                if not repro.holds_layouts(trace.ir_json(candidate.input)):
-                    start, stretch = candidate, [p for p in kernel.passes if p.parent == runs.parent and candidate.seq <= p.seq <= runs.seq]
-                    moved = f"{runs.name}'s input holds TileLang layouts, which TVM's JSON does not keep exactly; this starts from {start.name}'s input."
-                    why = "\n".join(filter(None, (why, moved)))
-                    break
     if not start.input or not trace.ir_json(start.input):
         raise UsageError(f"the input of {start.seq} {start.name} ({kernel.kernel_id}) was not kept; {REPLAY_HINT}")
-    missing = [p for p in stretch if compiler is not None and factory(p.name) is None]
-    if missing:
-        raise UsageError(f"{missing[0].seq} {missing[0].name} cannot be built from Python (it takes arguments, or exists only in C++); start after it")
-    return [(p.name, factory(p.name)) for p in stretch], start, why
+    builds = [build(p) for p in stretch]
+    missing = next(((p, b) for p, b in zip(stretch, builds) if isinstance(b, str)), None)
+    if missing is not None:
+        raise UsageError(f"{missing[0].seq} {missing[1]}; start after it")
+    return [b for b in builds if isinstance(b, repro.PassBuild)], start, why
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -149,22 +155,22 @@ def cmd_replay(args: argparse.Namespace) -> int:
     compiler = _compiler()
     if compiler is None:
         raise UsageError("replay reruns the compiler: run it where TileLang (or TVM) is installed")
-    factories = []
+    build = _builder(kernel, compiler)
+    builds = []
     for record in stretch:
-        factory = compiler.find_factory(record.name)
-        if factory is None:
+        made = build(record)
+        if isinstance(made, str):
             alone = "so it cannot be replayed alone" if len(stretch) == 1 else "replay a stretch without it"
-            raise UsageError(f"{record.seq} {record.name} cannot be built from Python (it takes arguments, or exists only in C++); {alone}")
-        factories.append(factory)
+            raise UsageError(f"{record.seq} {made}; {alone}")
+        builds.append(made)
     from .render.terminal import TerminalRenderer, printable
 
-    ir_json = trace.ir_json(first.input)
-    note = f"  note: {repro.LAYOUT_NOTE}" if repro.holds_layouts(ir_json) else ""
-    mod = compiler.load_module(ir_json)
+    mod, note = compiler.load_module(trace.ir_json(first.input))
+    note = f"  note: {note}" if note else ""
     what = f"{first.seq} {first.name}" + (f" .. {last.seq} {last.name} ({len(stretch)} passes)" if last is not first else "")
     try:
-        for factory in factories:
-            mod = compiler.run_pass(factory, mod, kernel.context)
+        for made in builds:
+            mod = compiler.run_pass(made, mod, kernel.context)
     except Exception as exc:  # the compiler's error is the answer, not a fault of this command
         now_error = f"{type(exc).__name__}: {repro.headline(str(exc))}"
         if last.status is PassStatus.FAILED and last.error is not None:

@@ -76,6 +76,24 @@ CRASHED = "the process ended while this pass ran (a hard crash: abort, segfault,
 
 
 @dataclass(frozen=True)
+class PassCall:
+    """How Python built a pass that takes arguments, read off the line that called it
+    (``tilelang.transform.ThreadSync("shared")(mod)``): the factory and each argument as Python
+    source that makes its value again (a literal, the target, a module-level function)."""
+
+    factory: str  # module.function, e.g. tilelang.transform.ThreadSync
+    args: tuple[str, ...] = ()
+    kwargs: tuple[tuple[str, str], ...] = ()
+    imports: tuple[str, ...] = ()  # the modules factory and the sources name
+    problem: str = ""  # why an argument cannot be written down ("" when every one can)
+
+    @property
+    def expression(self) -> str:
+        """Python that builds the pass: tilelang.transform.ThreadSync('shared')."""
+        return f"{self.factory}({', '.join([*self.args, *(f'{key}={value}' for key, value in self.kwargs)])})"
+
+
+@dataclass(frozen=True)
 class PassRecord:
     """One compiler pass as it ran on one kernel."""
 
@@ -99,6 +117,8 @@ class PassRecord:
     ordinal: int = 0  # under lower-trace bisect: its place among the passes counted (1-based)
     # Fragment layouts in the IR it returned, read only when it changed the layout annotations.
     layouts: tuple[FragmentLayout, ...] = ()
+    # The arguments Python built it with, when its factory takes some (replay and repro rebuild it so).
+    call: PassCall | None = None
 
     @property
     def crashed(self) -> bool:
@@ -292,7 +312,18 @@ def pass_from_json(data: dict[str, Any]) -> PassRecord:
     values["status"] = PassStatus(values.get("status", "incomplete"))
     values["error"] = _error_from(values.get("error"))
     values["layouts"] = tuple(_layout_from(item) for item in values.get("layouts") or ())
+    values["call"] = _call_from(values.get("call"))
     return PassRecord(**values)
+
+
+def _call_from(data: Any) -> PassCall | None:
+    if not isinstance(data, dict) or not data.get("factory"):
+        return None
+    values = _known(PassCall, data)
+    values["args"] = tuple(str(item) for item in values.get("args") or ())
+    values["kwargs"] = tuple((str(key), str(value)) for key, value in values.get("kwargs") or ())
+    values["imports"] = tuple(str(item) for item in values.get("imports") or ())
+    return PassCall(**values)
 
 
 def _layout_from(data: dict[str, Any]) -> FragmentLayout:

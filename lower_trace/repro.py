@@ -2,8 +2,11 @@
 user's program -- ``input.json`` (the IR the pass received, TVM's own JSON), ``repro.py``
 (plain Python: needs TileLang or TVM, not lower-trace) and ``error.txt`` (what failed).
 
-Pure: the text of the script is built from recorded data. Capture writes one for every
-failed pass (capture/session.py); ``lower-trace repro`` writes one from a stored trace.
+Pure: the text of the script is built from recorded data (how to build each pass is
+worked out by the integrations: integrations/replay.py's pass_build). ``repro.py`` carries
+a copy of integrations/tilelang_layout_restore.py, which brings TileLang layouts back
+exactly. Capture writes one for every failed pass (capture/session.py); ``lower-trace
+repro`` writes one from a stored trace.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 import os
 import pprint
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
 
 from .model import ErrorInfo, KernelTrace, PassRecord, Trace
@@ -20,7 +24,8 @@ from .store import REPRO
 
 # Where Python builds passes from, most specific first (a module missing is skipped).
 FACTORY_MODULES = (
-    "tilelang.transform", "tilelang.analysis", "tvm.tirx.transform", "tvm.tir.transform", "tvm.s_tir.transform", "tvm.relax.transform", "tvm.transform",
+    "tilelang.transform", "tilelang.cuda.transform", "tilelang.rocm.transform", "tilelang.analysis",
+    "tvm.tirx.transform", "tvm.tir.transform", "tvm.s_tir.transform", "tvm.relax.transform", "tvm.transform",
 )
 
 # What TVM calls passes made from plain functions (the trace names them after their factory).
@@ -32,13 +37,22 @@ ERROR = "error.txt"
 
 
 @dataclass(frozen=True)
+class PassBuild:
+    """How a script builds a pass: Python that makes it (``tilelang.transform.ThreadSync('shared')``,
+    or ``find_pass('tl.X')`` to look it up by name) and the modules that Python names."""
+
+    name: str
+    expression: str
+    imports: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ReproSpec:
-    """What a reproducer runs: `passes` in order (name, factory = (module, function), or None: the
-    script looks the pass up by name), starting from the input of the first, under the kernel's
-    target and pass configs. Usually one pass, the failed one."""
+    """What a reproducer runs: `passes` in order, starting from the input of the first, under the
+    kernel's target and pass configs. Usually one pass, the failed one."""
 
     failed: str  # the pass the reproducer is about (failed, crashed, or picked with -p)
-    passes: tuple[tuple[str, tuple[str, str] | None], ...]
+    passes: tuple[PassBuild, ...]
     kernel: str
     context: dict[str, Any] = field(default_factory=dict)  # {"target": TVM JSON, "configs": {...}}
     versions: dict[str, str] = field(default_factory=dict)
@@ -47,7 +61,7 @@ class ReproSpec:
 
     @property
     def first(self) -> str:
-        return self.passes[0][0]
+        return self.passes[0].name
 
 
 def folder(run_dir: str, kernel_id: str, seq: int, name: str) -> str:
@@ -58,8 +72,6 @@ def folder(run_dir: str, kernel_id: str, seq: int, name: str) -> str:
 def write(folder: str, spec: ReproSpec, ir_json: str) -> str:
     """Write the reproducer into folder (created; an earlier reproducer's files there replaced);
     returns the script's path."""
-    if holds_layouts(ir_json) and LAYOUT_NOTE not in spec.why:
-        spec = replace(spec, why="\n\n".join(filter(None, (spec.why, f"Note: {LAYOUT_NOTE}."))))
     os.makedirs(folder, exist_ok=True)
     for name in (INPUT, SCRIPT, ERROR):
         if os.path.lexists(os.path.join(folder, name)):
@@ -79,17 +91,6 @@ def command(folder: str) -> str:
     return f"python {os.path.join(folder, SCRIPT)}"
 
 
-LAYOUT_NOTE = (
-    "this input holds TileLang layouts (tl.Layout / tl.Fragment), which TVM's JSON does not bring back exactly: "
-    "TileLang registers only a layout's input_size and forward_index for reflection, so its placeholder variables "
-    "(_i, _j, _rep) load as new variables; a pass that reads layouts (tl.LowerTileOp) may fail on this input for that reason alone"
-)
-
-
-def holds_layouts(ir_json: str) -> bool:
-    return '"tl.Layout"' in ir_json or '"tl.Fragment"' in ir_json
-
-
 def headline(message: str) -> str:
     """The line that says what went wrong: the first non-empty line (TVM puts the check there,
     the source span and traceback after it)."""
@@ -104,11 +105,8 @@ def script(spec: ReproSpec) -> str:
     """The text of repro.py."""
     tilelang = "tilelang" in spec.versions
     versions = ", ".join(f"{name} {version}" for name, version in spec.versions.items()) or "unknown"
-    builds = []
-    for name, factory in spec.passes:
-        builds.append(f"{factory[0]}.{factory[1]}()" if factory else f"find_pass({name!r})")
-    modules = sorted({factory[0] for _, factory in spec.passes if factory})
-    names = " -> ".join(name for name, _ in spec.passes)
+    modules = sorted({module for build in spec.passes for module in build.imports} - {"tvm"})
+    names = " -> ".join(build.name for build in spec.passes)
     note = f"\n{spec.why}\n" if spec.why else ""
     if spec.error is not None:
         what = f"{spec.failed} failed on kernel {spec.kernel}.\n\nRecorded with {versions}.\nError: {_first_line(spec.error)}\n"
@@ -119,24 +117,32 @@ def script(spec: ReproSpec) -> str:
     header = (
         f'"""Reproducer written by lower-trace: {what}{note}\n'
         f"Run it where the same compiler is installed:  python repro.py\n"
-        f"It loads the IR {spec.first} received ({INPUT}: TVM's JSON, source spans kept) and runs\n"
-        f"{names} on it, under the original target and pass configs.\n{expect}\n"
+        f"It loads the IR {spec.first} received ({INPUT}: TVM's JSON, source spans kept; TileLang layouts\n"
+        f"are brought back exactly) and runs {names} on it, under the original target and pass configs.\n{expect}\n"
         '"""\n'
     )
     imports = "import tilelang  # noqa: F401  (registers TileLang's passes and IR nodes)\nfrom tilelang import tvm\n" if tilelang else "import tvm\n"
-    imports += "".join(f"import {module}\n" for module in modules if module not in ("tvm",))
+    imports += "".join(f"import {module}\n" for module in modules)
     configs = pprint.pformat(dict(spec.context.get("configs") or {}), sort_dicts=True)
     target = spec.context.get("target") or ""
-    listing = "".join(f"        {build},\n" for build in builds)
+    listing = "".join(f"        {build.expression},\n" for build in spec.passes)
     return (
         header
-        + "\nimport json\nimport os\nimport sys\n\n"
+        + "\nimport importlib  # noqa: F401  (the passes' arguments may name modules through it)\nimport json\nimport os\nimport sys\n\n"
         + imports
         + f"\nHERE = os.path.dirname(os.path.abspath(__file__))\nPASS_CONFIGS = {configs}\nTARGET = {target!r}  # TVM's JSON of the target (and its host)\n"
         + f"\n\ndef build_passes():\n    return [\n{listing}    ]\n"
-        + (_find_pass() if any(factory is None for _, factory in spec.passes) else "")
+        + (_find_pass() if any(build.expression.startswith("find_pass(") for build in spec.passes) else "")
+        + _layout_restore()
         + _MAIN.replace("{INPUT}", INPUT)
     )
+
+
+def _layout_restore() -> str:
+    """integrations/tilelang_layout_restore.py, as the script's own code (it needs no lower-trace)."""
+    source = resources.files("lower_trace").joinpath("integrations").joinpath("tilelang_layout_restore.py").read_text(encoding="utf-8")
+    body = source.split('"""', 2)[2].lstrip("\n")  # without its module docstring
+    return "\n\n# --- TileLang layouts brought back exactly (a copy of lower-trace's tilelang_layout_restore.py) ---\n\n" + body
 
 
 _FIND_PASS = '''
@@ -165,7 +171,10 @@ _MAIN = '''
 
 def main():
     with open(os.path.join(HERE, "{INPUT}"), encoding="utf-8") as handle:
-        mod = tvm.ir.load_json(handle.read())
+        text = handle.read()
+    mod, note = restore_layouts(tvm.ir.load_json(text), text)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     target = tvm.target.Target(json.loads(TARGET)) if TARGET else None
     with tvm.transform.PassContext(config=PASS_CONFIGS):
         for one_pass in build_passes():
@@ -183,9 +192,7 @@ if __name__ == "__main__":
 '''
 
 
-def spec_for(
-    trace: Trace, kernel: KernelTrace, record: PassRecord, passes: Sequence[tuple[str, tuple[str, str] | None]], why: str = ""
-) -> ReproSpec:
+def spec_for(trace: Trace, kernel: KernelTrace, record: PassRecord, passes: Sequence[PassBuild], why: str = "") -> ReproSpec:
     """The reproducer of record (a pass of kernel), running `passes` from the first one's input."""
     error = record.error if record.status.value in ("failed", "incomplete") and record.error is not None else None
     return ReproSpec(record.name, tuple(passes), kernel.name, dict(kernel.context), dict(trace.run.versions), error, why)

@@ -183,6 +183,34 @@ def nested_parallel(M=64, N=64):
     return nested_parallel
 
 
+def transposed_fragment(N=64):
+    """Fails in tl.LayoutInference: one parallel loop reads a fragment as (i, j) and as (j, i)."""
+
+    @T.prim_func
+    def transposed_fragment(A: T.Tensor((N, N), "float32"), B: T.Tensor((N, N), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            frag = T.alloc_fragment((N, N), "float32")
+            for i, j in T.Parallel(N, N):
+                frag[i, j] = A[i, j]
+            for i, j in T.Parallel(N, N):
+                B[i, j] = frag[i, j] + frag[j, i]
+
+    return transposed_fragment
+
+
+def shape_mismatch():
+    """Fails in tl.LowerTileOp (a shared 32x48 tile copied to a 64x64 one), whose input holds layouts."""
+
+    @T.prim_func
+    def shape_mismatch(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            s = T.alloc_shared((32, 48), "float32")
+            T.copy(A[0:32, 0:48], s)
+            T.copy(s, B[0:64, 0:64])
+
+    return shape_mismatch
+
+
 CUDA_KERNELS = {
     "gemm": gemm,
     "elementwise": elementwise_add,

@@ -14,9 +14,12 @@ and the first divergence names the pass that makes the compiles differ:
 - the start, when the kernels were different already (another kernel, another
   variant).
 
-Texts are compared after normalisation: the second kernel's name is written as the
-first's when they differ (two variants, two kernels), and every match of the
-``ignore`` patterns is removed.
+Texts are compared after normalisation: the names the second kernel derives from its
+name are written as the first's when the names differ (two variants, two kernels; whole
+identifiers only, see renaming.py), and every match of the ``ignore`` patterns is
+removed. With ``up_to_renaming``, two texts are also the same when one is the other with
+identifiers renamed one to one (``A_shared`` / ``A_s``); the comparison says which
+renamings it needed.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 
 from ..diff import myers
 from ..model import CodegenRecord, KernelTrace, PassRecord, PassStatus
+from .renaming import correspondence, identifiers, kernel_renames, rename, sorted_functions
 
 TextOf = Callable[[str], str]
 
@@ -53,6 +57,17 @@ class AlignedPass:
     def one_sided(self) -> bool:
         return self.a is None or self.b is None
 
+    def changed_only_on(self) -> int | None:
+        """0 or 1: the side on which this aligned pass changed the IR while the other's was a no-op."""
+        if self.a is None or self.b is None:
+            return None
+        statuses = (self.a.status, self.b.status)
+        if statuses == (PassStatus.CHANGED, PassStatus.UNCHANGED):
+            return 0
+        if statuses == (PassStatus.UNCHANGED, PassStatus.CHANGED):
+            return 1
+        return None
+
 
 @dataclass(frozen=True)
 class Divergence:
@@ -74,10 +89,22 @@ class Comparison:
     # text(side, digest): a snapshot as it was compared (side 0 = first, 1 = second), for diffs.
     text: Callable[[int, str], str] = field(default=lambda side, digest: "", repr=False, compare=False)
     sources: tuple[str, str] = ("", "")  # the final device (else host) source of each side, as compared
+    # With up_to_renaming: {B's identifier: A's} that made texts the same (empty: none was needed).
+    renamed: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def equivalent(self) -> bool:
+        """No divergence and the same generated source (up to the renamings in `renamed`)."""
+        return self.divergence is None and self.same_source
 
     @property
     def identical(self) -> bool:
-        return self.divergence is None and self.same_source
+        """Equivalent without any renaming beyond the kernel's name."""
+        return self.equivalent and not self.renamed
+
+    @property
+    def verdict(self) -> str:
+        return "identical" if self.identical else "same up to renaming" if self.equivalent else "differ"
 
     @property
     def only_a(self) -> list[PassRecord]:
@@ -87,13 +114,19 @@ class Comparison:
     def only_b(self) -> list[PassRecord]:
         return [row.b for row in self.rows if row.b is not None and row.a is None]
 
+    def changed_on_one_side(self, side: int) -> list[AlignedPass]:
+        """Aligned passes that changed the IR on this side (0: A, 1: B) and did nothing on the other."""
+        return [row for row in self.rows if row.changed_only_on() == side]
+
 
 class Normaliser:
-    """The text of a snapshot as compared: names made alike, ignored matches removed."""
+    """The text of a snapshot as compared: the second side's kernel-derived names written as the
+    first's (whole identifiers, renaming.kernel_renames), functions in name order when the kernels'
+    names differ, ignored matches removed."""
 
-    def __init__(self, renames: Sequence[tuple[str, str]] = (), ignore: Sequence[str] = ()) -> None:
-        # Every occurrence: what TileLang derives from the name (name_kernel, __tvm_ffi_name) too.
-        self._renames = [(re.compile(re.escape(old)), new) for old, new in renames if old and old != new]
+    def __init__(self, renames: dict[str, str] | None = None, ignore: Sequence[str] = (), reorder: bool = False) -> None:
+        self._renames = dict(renames or {})
+        self._reorder = reorder  # the names differ: so does the order TVM prints functions in
         self._ignore = [re.compile(pattern) for pattern in ignore]
         self._cache: dict[tuple[int, str], str] = {}
 
@@ -101,10 +134,9 @@ class Normaliser:
         key = (side, text)
         found = self._cache.get(key)
         if found is None:
-            found = text
-            if side == 1:
-                for pattern, new in self._renames:
-                    found = pattern.sub(new, found)
+            found = rename(text, self._renames) if side == 1 else text
+            if self._reorder:
+                found = sorted_functions(found)
             for pattern in self._ignore:
                 found = pattern.sub("", found)
             self._cache[key] = found
@@ -147,14 +179,41 @@ def align(a: Sequence[PassRecord], b: Sequence[PassRecord]) -> list[tuple[PassRe
     return rows
 
 
-def compare(first: Side, second: Side, ignore: Sequence[str] = ()) -> Comparison:
+def digests(kernel: KernelTrace) -> list[str]:
+    """Every text a kernel's comparison reads: pass inputs and outputs, codegen's TIR and sources."""
+    found = [d for p in kernel.passes for d in (p.before, p.after)]
+    found += [d for step in kernel.codegen for d in (step.tir, compiled(step))]
+    return list(dict.fromkeys(d for d in found if d))
+
+
+def renames_between(first: Side, second: Side) -> dict[str, str]:
+    """The second kernel's names derived from its name, written as the first's (renaming.py)."""
+    if first.kernel.name == second.kernel.name:
+        return {}
+    vocabulary = [identifiers(side.text_of(d) for d in digests(side.kernel)) for side in (first, second)]
+    return kernel_renames(first.kernel.name, second.kernel.name, *vocabulary)
+
+
+def compare(first: Side, second: Side, ignore: Sequence[str] = (), up_to_renaming: bool = False) -> Comparison:
     """Align the two kernels' passes and find their first divergence (see the module doc)."""
-    renames = [(second.kernel.name, first.kernel.name)] if first.kernel.name != second.kernel.name else []
-    norm = Normaliser(renames, ignore)
+    norm = Normaliser(renames_between(first, second), ignore, reorder=first.kernel.name != second.kernel.name)
+    renamed: dict[str, str] = {}
 
     def text(side: int, digest: str) -> str:
         reader = first.text_of if side == 0 else second.text_of
         return norm(side, reader(digest)) if digest else ""
+
+    def same(a: str, b: str) -> bool:
+        if a == b:
+            return True
+        if not up_to_renaming:
+            return False
+        found = correspondence(a, b)
+        if found is None:
+            return False
+        for old, new in found.items():
+            renamed.setdefault(old, new)
+        return True
 
     rows: list[AlignedPass] = []
     divergence: Divergence | None = None
@@ -166,8 +225,8 @@ def compare(first: Side, second: Side, ignore: Sequence[str] = ()) -> Comparison
             if record is not None and record.status is not PassStatus.UNCHANGED:
                 last_one_sided = (len(rows) - 1, a, b)
             continue
-        same_input = text(0, a.before) == text(1, b.before)
-        same_output = same_input if (a.status, b.status) == (PassStatus.UNCHANGED,) * 2 else _same_output(a, b, text)
+        same_input = same(text(0, a.before), text(1, b.before))
+        same_output = same_input if (a.status, b.status) == (PassStatus.UNCHANGED,) * 2 else _same_output(a, b, text, same)
         rows.append(AlignedPass(a, b, same_input, same_output))
         if divergence is not None:
             continue
@@ -181,11 +240,13 @@ def compare(first: Side, second: Side, ignore: Sequence[str] = ()) -> Comparison
     if divergence is not None and divergence.kind == "behaves differently":
         divergence = _innermost(rows, divergence.row)
     sources_a, sources_b = _sources(first, 0, text), _sources(second, 1, text)
-    same_source = sources_a == sources_b
+    same_source = len(sources_a) == len(sources_b) and all(
+        ra == rb and same(sa, sb) for (ra, sa), (rb, sb) in zip(sources_a, sources_b)
+    )
     if divergence is None and not same_source and last_one_sided is not None:
         divergence = Divergence("one-sided", *last_one_sided)
     shown = (sources_a[0][1] if sources_a else "", sources_b[0][1] if sources_b else "")
-    return Comparison(tuple(rows), divergence, same_source, text, shown)
+    return Comparison(tuple(rows), divergence, same_source, text, shown, tuple(sorted(renamed.items())))
 
 
 def _innermost(rows: list[AlignedPass], at: int) -> Divergence:
@@ -204,10 +265,10 @@ def _nested_differs(row: AlignedPass, parent_a: int, parent_b: int) -> bool:
     return a is not None and b is not None and a.parent == parent_a and b.parent == parent_b and bool(row.same_input) and not row.same_output
 
 
-def _same_output(a: PassRecord, b: PassRecord, text: Callable[[int, str], str]) -> bool:
+def _same_output(a: PassRecord, b: PassRecord, text: Callable[[int, str], str], same: Callable[[str, str], bool]) -> bool:
     if a.status is not b.status and PassStatus.FAILED in (a.status, b.status):
         return False  # one failed, the other did not
-    return text(0, a.after) == text(1, b.after)
+    return same(text(0, a.after), text(1, b.after))
 
 
 def _sources(side: Side, index: int, text: Callable[[int, str], str]) -> list[tuple[str, str]]:

@@ -2,7 +2,9 @@
 start, nested ones included) and every required pass; the rest are skipped. Pure: the
 integration asks through TVM's ``PassInstrument.should_run``; nothing here imports TVM.
 
-A required pass that runs past the limit runs whole: its nested passes run with it.
+A required pass that runs past the limit runs, but the passes nested in it are counted and
+skipped like any other (unless they are required themselves): a miscompiling pass inside a
+Sequential the compile needs is found like any other.
 """
 
 from __future__ import annotations
@@ -19,19 +21,13 @@ class PassGate:
         self._required = set(plan.required)
         self.count = 0  # ordinals handed out: the passes of matching kernels that asked
         self.last = 0  # the ordinal of the pass asked about last (0: not counted)
-        self._forced: list[int] = []  # depths of required passes running past the limit
 
-    def should_run(self, kernel: str, name: str, depth: int, kernel_id: str = "") -> bool:
-        while self._forced and self._forced[-1] >= depth:
-            self._forced.pop()  # that pass has ended: this one starts at its depth or above
+    def should_run(self, kernel: str, name: str, depth: int = 0, kernel_id: str = "") -> bool:
         if self._kernel is not None and not self._kernel.search(kernel) and not self._kernel.fullmatch(kernel_id):
             self.last = 0
             return True
         self.count += 1
         self.last = self.count
-        if self.plan.limit is None or self.count <= self.plan.limit or self._forced:
+        if self.plan.limit is None or self.count <= self.plan.limit:
             return True
-        if name in self._required or name.rsplit(".", 1)[-1] in self._required:
-            self._forced.append(depth)
-            return True
-        return False
+        return name in self._required or name.rsplit(".", 1)[-1] in self._required

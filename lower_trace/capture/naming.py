@@ -7,12 +7,13 @@ of frames are looked at, so this stays cheap.
 
 from __future__ import annotations
 
+import ast
 import linecache
 import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 _FACTORY_CALL = re.compile(r"([A-Za-z_]\w*)\s*\([^()]*\)\s*\(")
@@ -25,6 +26,7 @@ class CallSite:
     function: str  # qualified name, e.g. "CUDAPassPipelineBody"
     filename: str
     lineno: int
+    frame: Any = field(default=None, compare=False, repr=False)  # the frame itself (only while the pass starts)
 
     def source_line(self) -> str:
         return linecache.getline(self.filename, self.lineno).strip()
@@ -47,7 +49,7 @@ def call_sites(skip_dirs: Sequence[str], marker: Any = None, limit: int = 8) -> 
         if code is marker:
             marked += 1
         elif len(sites) < limit and not code.co_filename.startswith(prefixes):
-            sites.append(CallSite(getattr(code, "co_qualname", code.co_name), code.co_filename, frame.f_lineno))
+            sites.append(CallSite(getattr(code, "co_qualname", code.co_name), code.co_filename, frame.f_lineno, frame))
         elif marker is None and len(sites) >= limit:
             break
         frame = frame.f_back
@@ -64,3 +66,62 @@ def factory_name(site: CallSite) -> str | None:
         return matches[-1]
     called = _CALLED.search(line)
     return called.group(1).rsplit(".", 1)[-1] if called else None
+
+
+@dataclass(frozen=True)
+class CallShape:
+    """``Factory(args)(mod)`` on a line: the factory as written and each argument, compiled.
+    simple: no argument calls anything (only names, attributes, literals, operators)."""
+
+    factory: str
+    factory_code: Any
+    args: tuple[tuple[str, str, Any], ...]  # (keyword, or "" for a positional one; its source; its code)
+    simple: bool
+
+
+_SHAPES: dict[tuple[str, int], CallShape | None] = {}
+_MAX_STATEMENT_LINES = 6
+
+
+def call_shape(site: CallSite, short_name: str) -> CallShape | None:
+    """The factory call on the site's line whose factory is named short_name (as TVM names the
+    pass, without namespace), when its factory takes arguments there; None otherwise. Parsed once
+    per line."""
+    key = (site.filename, site.lineno)
+    if key not in _SHAPES:
+        _SHAPES[key] = _parse_call(site.filename, site.lineno)
+    shape = _SHAPES[key]
+    if shape is None or shape.factory.rsplit(".", 1)[-1] != short_name:
+        return None
+    return shape
+
+
+def _parse_call(filename: str, lineno: int) -> CallShape | None:
+    tree = None
+    lines = []
+    for offset in range(_MAX_STATEMENT_LINES):  # a statement may continue over the next lines
+        lines.append(linecache.getline(filename, lineno + offset))
+        if not lines[-1]:
+            break
+        try:
+            tree = ast.parse("".join(lines).strip())
+            break
+        except SyntaxError:
+            continue
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        # Factory(args)(mod): a call whose function is itself a call of a (dotted) name.
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Call)):
+            continue
+        inner = node.func
+        if not isinstance(inner.func, (ast.Name, ast.Attribute)) or not (inner.args or inner.keywords):
+            return None
+        if any(isinstance(arg, ast.Starred) for arg in inner.args) or any(kw.arg is None for kw in inner.keywords):
+            return None  # *args / **kwargs: not written down here
+        pairs = [("", arg) for arg in inner.args] + [(str(kw.arg), kw.value) for kw in inner.keywords]
+        args = tuple((key, ast.unparse(expr), compile(ast.Expression(expr), filename, "eval")) for key, expr in pairs)
+        simple = not any(isinstance(sub, (ast.Call, ast.Lambda, ast.NamedExpr, ast.Yield, ast.Await)) for _, expr in pairs for sub in ast.walk(expr))
+        factory = ast.unparse(inner.func)
+        return CallShape(factory, compile(ast.Expression(inner.func), filename, "eval"), args, simple)
+    return None

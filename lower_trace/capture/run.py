@@ -223,9 +223,8 @@ class TraceRun:
         except OSError as exc:
             self._disk_fault(exc)
             return ""
-        caveat = " (its input holds TileLang layouts, which TVM's JSON does not keep exactly: it may fail differently)" if repro.holds_layouts(ir_json) else ""
         self.messages.say(
-            f"{spec.kernel}: {spec.failed} failed; reproduce it without your program: {repro.command(folder)}{caveat}",
+            f"{spec.kernel}: {spec.failed} failed; reproduce it without your program: {repro.command(folder)}",
             group="repro", more="{n} more reproducers ({by}) written under " + short_path(os.path.join(self.run_dir, REPRO)), label=spec.kernel,
         )
         return folder

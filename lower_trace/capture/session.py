@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..edit_outcome import EditOutcome, line_directive
-from ..model import CodegenRecord, ErrorInfo, FragmentLayout, KernelStatus, KernelTrace, PassRecord, PassStatus
+from ..model import CodegenRecord, ErrorInfo, FragmentLayout, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus
+from ..repro import PassBuild, ReproSpec
 from ..store import digest_of
 from .sink import TraceSink
 from .worker import SnapshotRef
@@ -43,7 +44,8 @@ class IRAdapter(Protocol):
     def print_ir(self, mod: Any) -> str: ...
     def kernel_name(self, mod: Any) -> str: ...
     def compile_context(self) -> dict[str, Any]: ...
-    def pass_origin(self, name: str, depth: int, parent_phase: str) -> tuple[str, str, str]: ...
+    # (phase, caller function, better name for an anonymous pass, the arguments it was built with)
+    def pass_origin(self, name: str, depth: int, parent_phase: str) -> tuple[str, str, str, PassCall | None]: ...
     def module_source(self, runtime_mod: Any) -> str: ...
     def codegen_info(self, function: str, target: Any) -> tuple[str, str, str]: ...
     def kernel_signature(self, mod: Any) -> str: ...
@@ -52,7 +54,8 @@ class IRAdapter(Protocol):
     def module_json(self, identity: Any) -> str: ...
     def json_problem(self) -> str: ...  # why TVM's JSON cannot be used here; "" when it can
     def replay_context(self) -> dict[str, Any]: ...
-    def pass_factory(self, name: str) -> tuple[str, str] | None: ...
+    # How a rerun builds a pass (with its recorded arguments), or why it cannot.
+    def pass_build(self, name: str, call: PassCall | None, nested_in: str = "") -> PassBuild | str: ...
     # The fragment layouts of a pass's output, when its text shows it changed them (else ()).
     def read_layouts(self, before_text: str, after_text: str, identity: Any) -> tuple[FragmentLayout, ...]: ...
 
@@ -85,6 +88,7 @@ class OpenPass:
     tracer_ms: float = 0.0  # the session's tracer time when the pass started (see pass_finished)
     input: str = ""  # digest of the input's TVM JSON, when kept (replay)
     ordinal: int = 0  # its number among the passes lower-trace bisect counts
+    call: PassCall | None = None  # the arguments Python built it with, when its factory takes some
 
 
 def error_info(error: BaseException, with_traceback: bool = True) -> ErrorInfo:
@@ -139,8 +143,6 @@ class CompileSession:
         self.replay = bool(run.config.replay and run.config.writes_trace)
         self.context: dict[str, Any] = {}  # target and typed pass configs: what a rerun needs
         self._ordinal = 0  # the gate's number for the pass about to start (lower-trace bisect)
-        self.keeps_started = run.config.writes_trace
-        self._started: list[OpenPass] = []  # this compile's passes so far (released at the end)
         self._finished = False
         # Filled by the worker thread; the kernel's texts go to the run's listeners with it.
         self.texts: dict[str, str] | None = {}
@@ -228,7 +230,7 @@ class CompileSession:
         runs = gate.should_run(self.kernel_name, name, depth, self.kernel_id)
         self._ordinal = gate.last
         if not runs:
-            phase, caller, better_name = self.ir.pass_origin(name, depth, parent.phase if parent else "")
+            phase, caller, better_name, _ = self.ir.pass_origin(name, depth, parent.phase if parent else "")
             identity = self.ir.identity(mod)
             skipped = OpenPass(
                 seq=self._next_seq(), name=better_name or name, depth=depth, parent=parent.seq if parent else None, phase=phase,
@@ -241,7 +243,7 @@ class CompileSession:
         entered = time.perf_counter()
         self._open_kernel(mod)
         name = str(name)
-        phase, caller, better_name = self.ir.pass_origin(name, depth, parent.phase if parent else "")
+        phase, caller, better_name, call = self.ir.pass_origin(name, depth, parent.phase if parent else "")
         identity = self.ir.identity(mod)
         open_pass = OpenPass(
             seq=self._next_seq(),
@@ -254,10 +256,9 @@ class CompileSession:
             identity=identity,
             started=0.0,
             ordinal=self._ordinal,
+            call=call,
         )
         self._ordinal = 0
-        if self.keeps_started:
-            self._started.append(open_pass)  # held by reference: a reproducer may start from an earlier input
         if self.replay:
             self._keep_input(open_pass)
         open_pass.started = time.perf_counter()  # the pass's own time, without the tracer's
@@ -351,6 +352,7 @@ class CompileSession:
             input=open_pass.input,
             repro=repro,
             ordinal=open_pass.ordinal,
+            call=open_pass.call,
         )
 
     def passes_interrupted(self, open_passes: list[OpenPass], error: BaseException | None = None) -> None:
@@ -463,7 +465,6 @@ class CompileSession:
             return  # no pass ran: nothing to show
         ms = round((time.perf_counter() - self._t0) * 1000.0, 3)  # the compile's time, not the reproducer's
         self._record_failures(error)
-        self._started = []  # the passes' inputs are no longer needed
         if error is not None:
             for outcome in self._edits:
                 if outcome.uses_edit:
@@ -519,13 +520,10 @@ class CompileSession:
 
     def _reproduce(self, ordered: list[OpenPass], failure: ErrorInfo) -> str:
         """Keep the failing pass's input (TVM JSON) and write its reproducer: the failing pass run
-        alone, or, when Python cannot build it (it takes arguments, or exists only inside a C++
-        Sequential), the innermost enclosing pass that Python can build. When that input holds
-        TileLang layouts (which TVM's JSON does not keep exactly), it starts from the nearest
-        earlier input without them and runs the passes from there. Returns the reproducer's
-        folder ("" when none could be written). Never raises."""
-        from ..repro import ReproSpec, holds_layouts
-
+        alone on that input, or, when Python cannot build it (it exists only inside a C++
+        Sequential, or its arguments could not be written down), the innermost enclosing pass that
+        Python can build, on that pass's input. Returns the reproducer's folder ("" when none
+        could be written). Never raises."""
         failing = ordered[-1]
         if not self.run.config.writes_trace:
             return ""  # nowhere to write one (terminal mode without a folder): spend nothing on it
@@ -538,25 +536,17 @@ class CompileSession:
             chain = [failing]  # the failing pass and the passes it is nested in, innermost first
             while chain[-1].parent in by_seq and len(chain) <= len(ordered):
                 chain.append(by_seq[chain[-1].parent])  # type: ignore[index]
-            runs = next((p for p in chain if self.ir.pass_factory(p.name) is not None), failing)
-            why = "" if runs is failing else (
-                f"{failing.name} cannot be built from Python (it takes arguments, or exists only in C++),"
-                f" so this runs the pass it is nested in, {runs.name}."
-            )
+            builds = [(p, self.ir.pass_build(p.name, p.call, by_seq[p.parent].name if p.parent in by_seq else "")) for p in chain]
+            runs, build = next(((p, b) for p, b in builds if isinstance(b, PassBuild)), builds[0])
+            why = ""
+            if not isinstance(build, PassBuild):
+                why = build  # nothing can be built: the script looks the failing pass up by name, and says why
+                build = PassBuild(failing.name, f"find_pass({failing.name!r})")
+            elif runs is not failing:
+                why = f"{builds[0][1]}, so this runs the pass it is nested in, {runs.name}."
             self._keep_json(failing)
             text = self._keep_json(runs)
-            passes = [(runs.name, self.ir.pass_factory(runs.name))]
-            if holds_layouts(text):
-                earlier = self._layout_free_start(runs)
-                if earlier is not None:
-                    start, text, before = earlier
-                    passes = [*before, *passes]
-                    moved = (
-                        f"{runs.name}'s input holds TileLang layouts, which TVM's JSON does not keep exactly, so this starts"
-                        f" from the input of {start.name}, the nearest without layouts, and runs the passes from there."
-                    )
-                    why = "\n".join(filter(None, (why, moved)))
-            spec = ReproSpec(failing.name, tuple(passes), self.kernel_name, dict(self.context), dict(self.run.info.versions), failure, why)
+            spec = ReproSpec(failing.name, (build,), self.kernel_name, dict(self.context), dict(self.run.info.versions), failure, why)
             return self.run.write_reproducer(self.kernel_id, failing.seq, failing.name, spec, text)
         except Exception as exc:
             self.tracer_fault(exc)
@@ -568,25 +558,6 @@ class CompileSession:
         open_pass.input = open_pass.input or digest_of(text)
         self.run.store_ir(open_pass.input, text)
         return text
-
-    def _layout_free_start(self, runs: OpenPass, reach: int = 12) -> tuple[OpenPass, str, list[tuple[str, tuple[str, str] | None]]] | None:
-        """The nearest earlier pass of the same pipeline whose input holds no layout, with every pass
-        from there buildable from Python: (that pass, its input's JSON, the passes to run before runs)."""
-        from ..repro import holds_layouts
-
-        before: list[tuple[str, tuple[str, str] | None]] = []
-        siblings = [p for p in self._started if p.parent == runs.parent and p.seq < runs.seq]
-        for candidate in reversed(siblings[-reach:]):
-            factory = self.ir.pass_factory(candidate.name)
-            if factory is None:
-                return None
-            before.insert(0, (candidate.name, factory))
-            text = self.ir.module_json(candidate.identity)
-            if not holds_layouts(text):
-                candidate.input = candidate.input or digest_of(text)
-                self.run.store_ir(candidate.input, text)
-                return candidate, text, before
-        return None
 
     def tracer_fault(self, exc: BaseException) -> None:
         self.run.tracer_fault(exc)

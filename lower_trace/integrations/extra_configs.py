@@ -40,14 +40,32 @@ def apply(configs_json: str) -> Patches:
     return patches
 
 
+# Switches that only make the compiler talk (or write files), never change the code.
+_QUIET_WORDS = ("verbose", "dump")
+
+
 def switch_configs() -> list[str]:
-    """TileLang's on/off pass configs (tilelang.transform.PassConfigKey), in its order."""
+    """The on/off pass configs a user flips by hand: registered as integers (TVM registers bools as
+    IntImm) with disable_/enable_/force_ in the name, in every namespace (tl., tirx., ...), in the
+    order of TileLang's PassConfigKey first. Without a registry to ask: PassConfigKey's tl. ones."""
     try:
         from tilelang.transform import PassConfigKey
+
+        ordered = [str(getattr(member, "value", member)) for member in PassConfigKey]
     except ImportError:
-        return []
-    keys = [str(getattr(member, "value", member)) for member in PassConfigKey]
-    return [key for key in keys if key.startswith("tl.") and any(word in key for word in _SWITCH_WORDS)]
+        ordered = []
+    try:
+        registry = {str(key): str(dict(info).get("type", "")) for key, info in tvm.transform.PassContext.list_configs().items()}
+    except Exception:
+        registry = {}
+
+    def switch(key: str) -> bool:
+        return any(word in key for word in _SWITCH_WORDS) and not any(word in key for word in _QUIET_WORDS)
+
+    if not registry:
+        return [key for key in ordered if key.startswith("tl.") and switch(key)]
+    flags = {key for key, kind in registry.items() if kind == "ir.IntImm" and switch(key)}
+    return [key for key in ordered if key in flags] + sorted(flags - set(ordered))
 
 
 def registered_configs() -> set[str]:

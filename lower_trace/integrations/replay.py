@@ -1,6 +1,7 @@
-"""Rerunning a pass outside the compile that ran it: its input as TVM's own JSON (which
-round-trips TileLang IR exactly, spans too; TVMScript text does not parse back), how to
-build the pass from Python, and the target and pass configs it ran under.
+"""Rerunning a pass outside the compile that ran it: its input as TVM's own JSON (which keeps
+TileLang IR whole, spans too, and whose layouts tilelang_layout_restore.py brings back
+exactly; TVMScript text does not parse back), how to build the pass from Python (with the
+arguments pass_calls.py recorded), and the target and pass configs it ran under.
 
 Used by capture (the input of a failed pass; of every pass with TL_LOWER_TRACE_REPLAY=1)
 and by ``lower-trace replay``. Every TVM import of this is here, in the integrations.
@@ -23,7 +24,8 @@ except ImportError:
     pass
 import tvm
 
-from ..repro import ANONYMOUS, FACTORY_MODULES
+from ..model import PassCall
+from ..repro import ANONYMOUS, FACTORY_MODULES, PassBuild
 
 
 class JSONBroken(RuntimeError):
@@ -95,8 +97,12 @@ def module_json(mod: Any) -> str:
     return tvm.ir.save_json(mod)
 
 
-def load_module(text: str) -> Any:
-    return tvm.ir.load_json(text)
+def load_module(text: str) -> tuple[Any, str]:
+    """The module TVM's JSON holds, its TileLang layouts restored exactly (tilelang_layout_restore);
+    and a note, "" unless something could not be restored."""
+    from .tilelang_layout_restore import restore_layouts
+
+    return restore_layouts(tvm.ir.load_json(text), text)
 
 
 def print_module(mod: Any) -> str:
@@ -128,9 +134,29 @@ def find_factory(name: str) -> tuple[str, str] | None:
     return None
 
 
-def build_pass(factory: tuple[str, str]) -> Any:
-    module_name, function = factory
-    return getattr(importlib.import_module(module_name), function)()
+def pass_build(name: str, call: PassCall | None, nested_in: str = "") -> PassBuild | str:
+    """How to build the pass `name` again: with the arguments Python built it with (call), else by
+    its factory with none; a one-line reason when it cannot be built."""
+    if call is not None:
+        if call.problem:
+            return f"{name} cannot be built again: {call.problem}"
+        return PassBuild(name, call.expression, call.imports)
+    factory = find_factory(name)
+    if factory is not None:
+        return PassBuild(name, f"{factory[0]}.{factory[1]}()", (factory[0],))
+    if nested_in:
+        return f"{name} cannot be built from Python: {nested_in}'s C++ code built it, and no Python line says with what"
+    return f"{name} cannot be built from Python: no factory of that name builds it without arguments, and no call with arguments was recorded"
+
+
+def build_pass(build: PassBuild) -> Any:
+    """The pass, made by its recorded Python expression."""
+    namespace: dict[str, Any] = {"tvm": tvm, "json": json, "importlib": importlib}
+    for module_name in build.imports:
+        importlib.import_module(module_name)
+        top = module_name.split(".", 1)[0]
+        namespace.setdefault(top, sys.modules[top])
+    return eval(build.expression, namespace)  # written by pass_calls.describe: literals, targets, module paths
 
 
 def config_value(value: Any) -> Any:
@@ -180,11 +206,11 @@ def _plain(value: Any) -> Any:
     return config_value(value)
 
 
-def run_pass(factory: tuple[str, str], mod: Any, context: dict[str, Any]) -> Any:
+def run_pass(build: PassBuild, mod: Any, context: dict[str, Any]) -> Any:
     """The pass run alone on mod, under the recorded target and pass configs."""
     target = context.get("target") or ""
     with tvm.transform.PassContext(config=dict(context.get("configs") or {})):
         if target:
             with tvm.target.Target(json.loads(target)):
-                return build_pass(factory)(mod)
-        return build_pass(factory)(mod)
+                return build_pass(build)(mod)
+        return build_pass(build)(mod)

@@ -15,7 +15,7 @@ from tilelang import instrumentation as tl_instr
 
 from ..capture.session import CompileSession
 from ..capture.sink import GetRun, TraceSink
-from .tilelang_common import PHASE_OF_FUNCTION, bypass_kernel_cache, keep_builtin_tracer_off, restore_kernel_cache, versions
+from .tilelang_common import LIBRARY_DIRS, PHASE_OF_FUNCTION, bypass_kernel_cache, keep_builtin_tracer_off, restore_kernel_cache, versions
 from .tvm_ir import TVMIR, SourceHooks, instrument_for
 
 TOOL_NAME = "lower-trace"
@@ -43,7 +43,7 @@ class _Tool(tl_instr.PassInstrumentationTool):
 
     def __init__(self, run: TraceSink) -> None:
         self._run = run
-        self._ir = TVMIR(tl_instr.current_pass_phase, PHASE_OF_FUNCTION, layouts=True)
+        self._ir = TVMIR(tl_instr.current_pass_phase, PHASE_OF_FUNCTION, layouts=True, library_dirs=LIBRARY_DIRS)
         self._sessions: dict[str, CompileSession] = {}
         self._active: CompileSession | None = None  # the kernel whose PassContext was made last
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 
 import tilelang
@@ -10,6 +11,9 @@ import tilelang
 from ..capture.sink import TraceSink
 from ..config import mode_variable_is_set
 from .tvm_ir import tvm_version
+
+# TileLang's own Python: its pipelines' pass arguments are evaluated again to be written down (pass_calls.py).
+LIBRARY_DIRS = (os.path.dirname(os.path.abspath(str(tilelang.__file__))),)
 
 # Passes TileLang runs outside a named pipeline, placed by the function that ran them.
 PHASE_OF_FUNCTION = (

@@ -27,7 +27,7 @@ from ..capture.naming import call_sites
 from ..capture.session import CompileSession
 from ..capture.sink import GetRun
 from .patching import Patches
-from .tilelang_common import PHASE_OF_FUNCTION, bypass_kernel_cache, keep_builtin_tracer_off, restore_kernel_cache, versions
+from .tilelang_common import LIBRARY_DIRS, PHASE_OF_FUNCTION, bypass_kernel_cache, keep_builtin_tracer_off, restore_kernel_cache, versions
 from .tvm_ir import SKIP_DIRS, TVMIR, GlobalFunctions, SourceHooks, run_traced
 
 _phase: ContextVar[str | None] = ContextVar("lower_trace_legacy_phase", default=None)
@@ -44,7 +44,7 @@ def supported() -> bool:
 class LegacyTileLangIntegration:
     def __init__(self, get_run: GetRun) -> None:
         self._get_run = get_run
-        self._ir = TVMIR(_phase.get, _PHASE_RULES, layouts=True)
+        self._ir = TVMIR(_phase.get, _PHASE_RULES, layouts=True, library_dirs=LIBRARY_DIRS)
         self._patches = Patches()
         self._codegen = GlobalFunctions()
         self._hooks = SourceHooks()

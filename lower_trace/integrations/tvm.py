@@ -20,18 +20,17 @@ from typing import Any
 import tvm
 import tvm_ffi
 
-import lower_trace
 
 from ..capture.session import CompileSession
 from ..capture.sink import GetRun
 from ..capture.tracker import PassTracker
 from .patching import Patches
-from .tvm_ir import TVMIR, GlobalFunctions, run_traced, tvm_version
+from .tvm_ir import LOWER_TRACE_DIR, TVMIR, GlobalFunctions, run_traced, tvm_version
 
 _session: ContextVar[CompileSession | None] = ContextVar("lower_trace_tvm_session", default=None)
 # Only Pass.__call__'s own folder and ours are skipped when looking for who ran a pass:
 # here the callers worth naming (the pipelines) are TVM's own functions.
-_SKIP = tuple(os.path.dirname(os.path.abspath(str(m.__file__))) for m in (tvm.ir, tvm_ffi, lower_trace))
+_SKIP = (*(os.path.dirname(os.path.abspath(str(m.__file__))) for m in (tvm.ir, tvm_ffi)), LOWER_TRACE_DIR)
 # (file ending, function) of the TVM Python function that ran a top-level pass -> phase.
 _PHASES = (
     ("relax/vm_build.py", "build", "relax_pipeline"),

@@ -17,14 +17,13 @@ from typing import Any
 import tvm
 import tvm_ffi
 
-import lower_trace
-
-from ..capture.naming import call_sites, factory_name
+from ..capture.naming import call_shape, call_sites, factory_name
 from ..capture.session import CompileSession, current_codegen
 from ..capture.sink import TraceSink
 from ..capture.tracker import GatedTracker, PassTracker
-from ..model import FragmentLayout
-from . import replay
+from ..model import FragmentLayout, PassCall
+from ..repro import PassBuild
+from . import pass_calls, replay
 
 _LANGUAGE_OF_CODEGEN = (
     ("cutedsl", "python"),
@@ -38,7 +37,8 @@ _LANGUAGE_OF_CODEGEN = (
     ("tilelang_c", "c"),
     ("build.c", "c"),
 )
-SKIP_DIRS = tuple(os.path.dirname(os.path.abspath(str(module.__file__))) for module in (tvm, tvm_ffi, lower_trace))
+LOWER_TRACE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SKIP_DIRS = (*(os.path.dirname(os.path.abspath(str(module.__file__))) for module in (tvm, tvm_ffi)), LOWER_TRACE_DIR)
 _PASS_CALL = tvm.ir.transform.Pass.__call__.__code__
 TrackerInstrument = tvm.ir.instrument.pass_instrument(PassTracker)
 GatedInstrument = tvm.ir.instrument.pass_instrument(GatedTracker)
@@ -137,8 +137,11 @@ class TVMIR:
         skip_dirs: Sequence[str] = SKIP_DIRS,
         phase_of_sites: Callable[[list[Any]], str] | None = None,
         layouts: bool = False,
+        library_dirs: Sequence[str] = (),
     ) -> None:
         self.layouts = layouts  # TileLang: fragment layouts are read for the report's pictures
+        # The compiler's own Python (TileLang's pipelines): its calls' arguments are evaluated again whatever they hold.
+        self.library_dirs = tuple(os.path.join(d, "") for d in library_dirs)
         self.phase_provider = phase_provider
         self.phase_rules = phase_rules
         self.skip_dirs = tuple(skip_dirs)
@@ -191,8 +194,8 @@ class TVMIR:
     def replay_context(self) -> dict[str, Any]:
         return replay.current_context()
 
-    def pass_factory(self, name: str) -> tuple[str, str] | None:
-        return replay.find_factory(name)
+    def pass_build(self, name: str, call: PassCall | None, nested_in: str = "") -> PassBuild | str:
+        return replay.pass_build(name, call, nested_in)
 
     def kernel_name(self, mod: Any) -> str:
         try:
@@ -213,22 +216,33 @@ class TVMIR:
             context["pass_configs"] = {}
         return context
 
-    def pass_origin(self, name: str, depth: int, parent_phase: str) -> tuple[str, str, str]:
-        """(phase, caller function, better name for an anonymous pass)."""
+    def pass_origin(self, name: str, depth: int, parent_phase: str) -> tuple[str, str, str, PassCall | None]:
+        """(phase, caller function, better name for an anonymous pass, the arguments Python built
+        it with when its factory takes some)."""
         phase = self.phase_provider() or ""
         if phase and name != "pass_fn":
             sites, _ = call_sites(self.skip_dirs, limit=1)  # just the caller: a short walk
-            return phase, sites[0].function if sites else "", ""
+            return phase, sites[0].function if sites else "", "", self._call(sites, name, depth)
         sites, pass_calls = call_sites(self.skip_dirs, marker=_PASS_CALL)
         caller = sites[0].function if sites else ""
         if not phase:
             phase = self.phase_of_sites(sites) or parent_phase or (f"python:{caller}" if caller else "python")
         better = ""
-        # Name `pass_fn` after the factory on the calling line, but only when Python
-        # called this pass itself (one Pass.__call__ frame per nesting level).
+        # Name `pass_fn` after the factory on the calling line, but only when Python called this
+        # pass itself (one Pass.__call__ frame per nesting level).
         if (name == "pass_fn" or name in ANONYMOUS_PASSES) and sites and pass_calls == depth + 1:
             better = factory_name(sites[0]) or ""
-        return phase, caller, better
+        return phase, caller, better, self._call(sites, name, depth)
+
+    def _call(self, sites: list[Any], name: str, depth: int) -> PassCall | None:
+        """A top-level pass built on the caller's line with arguments: those arguments, written down."""
+        if depth or not sites or sites[0].frame is None:
+            return None
+        site = sites[0]
+        shape = call_shape(site, name.rsplit(".", 1)[-1])
+        if shape is None:
+            return None
+        return pass_calls.recorded_call(shape, site.frame, site.filename.startswith(self.library_dirs) if self.library_dirs else False)
 
     def module_source(self, runtime_mod: Any) -> str:
         for getter in ("inspect_source", "get_source"):

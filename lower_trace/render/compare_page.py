@@ -13,7 +13,7 @@ from typing import Any
 
 from ..analysis.compare import Comparison, compiled
 from ..model import KernelTrace, PassRecord, Trace, to_json
-from .compare_view import config_text
+from .compare_view import config_text, renaming_text
 from .html import asset, block, escape_text, fill, json_for_script, page_rules, write_atomically
 from .report_writer import pack
 
@@ -49,6 +49,8 @@ def comparison_data(result: Comparison, a: KernelTrace, b: KernelTrace) -> dict[
         "divergence": None if divergence is None else {"kind": divergence.kind, "row": divergence.row},
         "same_source": result.same_source,
         "identical": result.identical,
+        "equivalent": result.equivalent,
+        "renamed": renaming_text(result.renamed) if result.renamed else "",
         "configs": config_text(a, b),
         "sources": _paired_sources(result, a, b),
         "texts": texts,

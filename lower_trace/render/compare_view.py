@@ -36,6 +36,10 @@ def render(stream: TextIO, result: Comparison, a: tuple[str, KernelTrace], b: tu
     if result.identical:
         stream.write(c("green", "identical: every aligned pass got and made the same IR, and the generated source is the same") + "\n")
         return
+    if result.equivalent:
+        stream.write(c("green", "the same up to renaming: every aligned pass got and made the same IR, and the generated source is the same, "
+                                 "once B's names are written as A's: " + renaming_text(result.renamed)) + "\n")
+        return
     divergence = result.divergence
     if divergence is None:
         stream.write("every aligned pass got and made the same IR\n")
@@ -56,12 +60,23 @@ def render(stream: TextIO, result: Comparison, a: tuple[str, KernelTrace], b: tu
     for label, passes in (("A", result.only_a), ("B", result.only_b)):
         if passes:
             stream.write(f"only in {label} ({len(passes)}): " + ", ".join(_pass(p) for p in passes) + "\n")
+    for side, (label, other) in enumerate((("A", "B"), ("B", "A"))):
+        rows = result.changed_on_one_side(side)
+        if rows:
+            shown = ", ".join(_pass(row.a if side == 0 else row.b) for row in rows)
+            stream.write(f"changed the IR in {label}, did nothing in {other} ({len(rows)}): {shown}\n")
     if result.same_source:
         stream.write("generated source: the same\n")
     else:
         stream.write(c("bold", "generated source: differs (A -> B)") + "\n")
         view.render_diff(*result.sources)
     stream.flush()
+
+
+def renaming_text(renamed: tuple[tuple[str, str], ...], limit: int = 8) -> str:
+    """"A_s -> A_shared, k_1 -> k" (B's name -> A's), the first few."""
+    shown = ", ".join(f"{printable(b)} -> {printable(a)}" for b, a in renamed[:limit])
+    return shown + (f", ... ({len(renamed)} in all)" if len(renamed) > limit else "")
 
 
 def as_json(result: Comparison, a: tuple[str, KernelTrace], b: tuple[str, KernelTrace]) -> dict[str, Any]:
@@ -75,9 +90,13 @@ def as_json(result: Comparison, a: tuple[str, KernelTrace], b: tuple[str, Kernel
         "a": {"run": a[0], "kernel": a[1].kernel_id, "name": a[1].name},
         "b": {"run": b[0], "kernel": b[1].kernel_id, "name": b[1].name},
         "identical": result.identical,
+        "verdict": result.verdict,
+        "renamed": dict(result.renamed),
         "divergence": None if divergence is None else {"kind": divergence.kind, "a": ref(divergence.a), "b": ref(divergence.b)},
         "only_a": [ref(p) for p in result.only_a],
         "only_b": [ref(p) for p in result.only_b],
+        "changed_only_in_a": [ref(row.a) for row in result.changed_on_one_side(0)],
+        "changed_only_in_b": [ref(row.b) for row in result.changed_on_one_side(1)],
         "same_source": result.same_source,
         "configs": {key: {"a": va, "b": vb} for key, (va, vb) in config_difference(a[1], b[1]).items()},
         "rows": [

@@ -22,20 +22,92 @@ const LTCompare = (() => {
     return rows;
   }
 
-  // The second kernel's name written as the first's (every occurrence), as compare.py does.
-  function normaliser(nameA, nameB) {
+  // Names derived from the second kernel's name written as the first's -- whole identifiers only,
+  // never a namespace's (T.gemm, tl::gemm_ss) -- as analysis/renaming.py does (kernel_renames, rename).
+  const IDENT = /[A-Za-z_][A-Za-z0-9_]*/g;
+  // The identifiers used on their own (T.gemm is not a use of gemm; Module.gemm_kernel is).
+  function vocabulary(texts) {
+    const found = new Set();
+    for (const text of texts) {
+      for (const m of text.matchAll(IDENT)) {
+        const q = qualifier(text, m.index);
+        if (q === null || q === "Module") found.add(m[0]);
+      }
+    }
+    return found;
+  }
+  function kernelRenames(nameA, nameB, vocabA, vocabB) {
+    const renames = new Map();
+    if (!nameA || !nameB || nameA === nameB) return renames;
+    for (const word of vocabB) {
+      for (let at = word.indexOf(nameB); at >= 0; at = word.indexOf(nameB, at + 1)) {
+        const before = word.slice(0, at), after = word.slice(at + nameB.length);
+        if ((!before || before.endsWith("_")) && (!after || after.startsWith("_"))) {
+          const theirs = before + nameA + after;
+          if (vocabA.has(theirs) && !vocabA.has(word)) renames.set(word, theirs);
+          break;
+        }
+      }
+    }
+    return renames;
+  }
+  function qualifier(text, start) {
+    let end;
+    if (start >= 1 && text[start - 1] === ".") end = start - 1;
+    else if (start >= 2 && text.slice(start - 2, start) === "::") end = start - 2;
+    else return null;
+    let begin = end;
+    while (begin > 0 && /[A-Za-z0-9_]/.test(text[begin - 1])) begin--;
+    return text.slice(begin, end);
+  }
+  function rename(text, renames) {
+    if (!renames.size) return text;
+    return text.replace(IDENT, (word, start) => {
+      const now = renames.get(word);
+      if (now === undefined) return word;
+      const q = qualifier(text, start);
+      return q === null || q === "Module" ? now : word;
+    });
+  }
+  // A printed module with its functions in name order (renaming.py's sorted_functions): TVM prints
+  // them in its function map's order, which follows the names' hashes.
+  function sortedFunctions(text) {
+    const mark = "\nclass Module:\n";
+    const at = text.indexOf(mark);
+    if (at < 0) return text;
+    const head = text.slice(0, at + mark.length), body = text.slice(at + mark.length);
+    const starts = [...body.matchAll(/^    (?=\S)/gm)].map((m) => m.index);
+    if (!starts.length || body.slice(0, starts[0]).trim()) return text;
+    const members = [];
+    for (let i = 0; i < starts.length;) {
+      let j = i;
+      while (j < starts.length && body.slice(starts[j], starts[j] + 5) === "    @") j++;
+      const end = j + 1 < starts.length ? starts[j + 1] : body.length;
+      const chunk = body.slice(starts[i], end);
+      const found = /^    def ([A-Za-z_][A-Za-z0-9_]*)/m.exec(chunk);
+      members.push([found ? found[1] : "", chunk]);
+      i = j + 1;
+    }
+    if (members.length < 2) return text;
+    members.sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
+    const trimmed = body.replace(/\n+$/, "");
+    return head + body.slice(0, starts[0]) + members.map(([, c]) => c.replace(/\n+$/, "")).join("\n\n") + body.slice(trimmed.length);
+  }
+  function normaliser(renames, reorder) {
     const cache = [new Map(), new Map()];
     return (side, text) => {
-      if (side === 0 || !nameB || nameA === nameB) return text;
-      let found = cache[1].get(text);
+      if (!reorder) return text;
+      let found = cache[side].get(text);
       if (found === undefined) {
-        found = text.split(nameB).join(nameA);
-        if (cache[1].size > 2000) cache[1].clear();
-        cache[1].set(text, found);
+        found = sortedFunctions(side === 1 ? rename(text, renames) : text);
+        if (cache[side].size > 2000) cache[side].clear();
+        cache[side].set(text, found);
       }
       return found;
     };
   }
+  // Every text a kernel's comparison reads (compare.py's digests).
+  const digestsOf = (kernel) => [...new Set(kernel.steps.flatMap((s) => (s.kind === "pass" ? [s.before, s.after] : [s.tir, s.generated || s.source])).filter(Boolean))];
 
   const passesOf = (kernel) => kernel.steps.filter((s) => s.kind === "pass");
   const sourcesOf = (kernel) => kernel.steps.filter((s) => s.kind === "codegen")
@@ -43,7 +115,9 @@ const LTCompare = (() => {
 
   // kernelA / kernelB: opened kernels of the report (steps, name, snap).
   function compare(kernelA, kernelB) {
-    const norm = normaliser(kernelA.name, kernelB.name);
+    const renames = kernelA.name === kernelB.name ? new Map()
+      : kernelRenames(kernelA.name, kernelB.name, vocabulary(digestsOf(kernelA).map(kernelA.snap)), vocabulary(digestsOf(kernelB).map(kernelB.snap)));
+    const norm = normaliser(renames, kernelA.name !== kernelB.name);
     const text = (side, digest) => (digest ? norm(side, (side === 0 ? kernelA : kernelB).snap(digest)) : "");
     const rows = [];
     let divergence = null, lastOneSided = null;
@@ -72,7 +146,7 @@ const LTCompare = (() => {
       configs: configText(kernelA.configs || {}, kernelB.configs || {}),
       a: { id: kernelA.id, name: kernelA.name, target: kernelA.target, passes: passesOf(kernelA).length },
       b: { id: kernelB.id, name: kernelB.name, target: kernelB.target, passes: passesOf(kernelB).length },
-      rows, divergence, sameSource, identical: !divergence && sameSource, text,
+      rows, divergence, sameSource, identical: !divergence && sameSource, equivalent: !divergence && sameSource, renamed: "", text,
       sources: sources.map(([role, sa, sb]) => [role, sa ? text(0, sa) : null, sb ? text(1, sb) : null]),
     };
   }
@@ -112,8 +186,11 @@ const LTCompare = (() => {
     const text = (side, digest) => (digest && has.call(texts[side], digest) ? texts[side][digest] : "");
     const rows = data.rows.map((row) => ({ a: row.a, b: row.b, sameInput: row.same_input, sameOutput: row.same_output }));
     const divergence = data.divergence && { kind: data.divergence.kind, row: data.divergence.row, a: data.divergence.row >= 0 ? rows[data.divergence.row].a : null, b: data.divergence.row >= 0 ? rows[data.divergence.row].b : null };
-    return { configs: data.configs || "", a: data.a, b: data.b, rows, divergence, sameSource: data.same_source, identical: data.identical, text, sources: data.sources };
+    return {
+      configs: data.configs || "", a: data.a, b: data.b, rows, divergence, sameSource: data.same_source, identical: data.identical,
+      equivalent: data.equivalent === undefined ? data.identical : data.equivalent, renamed: data.renamed || "", text, sources: data.sources,
+    };
   }
 
-  return { compare, fromData, align, shortName };
+  return { compare, fromData, align, shortName, kernelRenames, rename, vocabulary, sortedFunctions };
 })();

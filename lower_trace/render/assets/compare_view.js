@@ -25,8 +25,17 @@ const LTCompareView = (() => {
     "only-b": "runs in B only",
   };
 
+  // Which side changed the IR on an aligned row where the other side's pass did nothing (compare.py's changed_only_on).
+  function changedOnlyOn(row) {
+    if (!row.a || !row.b) return null;
+    if (row.a.status === "changed" && row.b.status === "unchanged") return "A";
+    if (row.a.status === "unchanged" && row.b.status === "changed") return "B";
+    return null;
+  }
+
   function verdict(cmp) {
     if (cmp.identical) return "identical: every aligned pass got and made the same IR, and the generated source is the same";
+    if (cmp.equivalent) return `the same up to renaming: every aligned pass got and made the same IR, and the generated source is the same, once B's names are written as A's: ${cmp.renamed}`;
     const d = cmp.divergence;
     if (!d) return "every aligned pass got and made the same IR; the generated sources differ";
     if (d.kind === "input") return "first divergence: the kernels differ before the first pass (other kernels, or other variants)";
@@ -53,7 +62,7 @@ const LTCompareView = (() => {
     summary.appendChild(el("div", "cmp-side", `A: ${labels[0]}`));
     summary.appendChild(el("div", "cmp-side", `B: ${labels[1]}`));
     if (cmp.configs) summary.appendChild(el("div", "cmp-configs", `pass configs differ: ${cmp.configs}`));
-    const verdictLine = el("div", `cmp-verdict ${cmp.identical ? "identical" : "differs"}`, verdict(cmp));
+    const verdictLine = el("div", `cmp-verdict ${cmp.equivalent ? "identical" : "differs"}`, verdict(cmp));
     summary.appendChild(verdictLine);
     if (cmp.divergence && cmp.divergence.row >= 0) {
       const go = el("button", "cmp-go", "go to the first divergence");
@@ -63,6 +72,21 @@ const LTCompareView = (() => {
     }
     const onlyA = all.filter((r) => r.cls === "only-a").length, onlyB = all.filter((r) => r.cls === "only-b").length;
     summary.appendChild(el("div", "muted", `${all.length} aligned rows · only in A: ${onlyA} · only in B: ${onlyB} · generated source: ${cmp.sameSource ? "the same" : "differs"}`));
+    for (const [side, other] of [["A", "B"], ["B", "A"]]) {
+      const changed = all.filter((r) => changedOnlyOn(r) === side);
+      if (!changed.length) continue;
+      const line = el("div", "cmp-one-changed");
+      line.appendChild(document.createTextNode(`changed the IR in ${side}, did nothing in ${other} (${changed.length}): `));
+      changed.forEach((r, i) => {
+        const go = el("button", "cmp-jump", passText(side === "A" ? r.a : r.b));
+        go.type = "button";
+        go.dataset.row = r.index;
+        go.addEventListener("click", () => select(r.index));
+        if (i) line.appendChild(document.createTextNode(", "));
+        line.appendChild(go);
+      });
+      summary.appendChild(line);
+    }
     root.appendChild(summary);
 
     const body = el("div", "cmp-body");
@@ -109,10 +133,11 @@ const LTCompareView = (() => {
       const shown = visible();
       const frag = document.createDocumentFragment();
       for (const row of shown) {
-        const button = el("button", `cmp-row ${row.cls}${row.index === current ? " active" : ""}`);
+        const only = changedOnlyOn(row);
+        const button = el("button", `cmp-row ${row.cls}${only ? ` changed-in-${only.toLowerCase()}` : ""}${row.index === current ? " active" : ""}`);
         button.type = "button";
         button.dataset.row = row.index;
-        button.title = WHAT[row.cls];
+        button.title = WHAT[row.cls] + (only ? ` · changed the IR in ${only} only (a no-op in ${only === "A" ? "B" : "A"})` : "");
         button.appendChild(cell("cmp-a", row.a));
         button.appendChild(el("span", "cmp-mark", MARK[row.cls]));
         button.appendChild(cell("cmp-b", row.b));
@@ -136,7 +161,9 @@ const LTCompareView = (() => {
       if (!row) return;
       const head = el("div", "detail-head");
       head.appendChild(el("h2", "", row.a && row.b ? `A ${passText(row.a)} · B ${passText(row.b)}` : `${passText(row.a || row.b)} (${row.a ? "A" : "B"} only)`));
-      head.appendChild(el("div", "meta", WHAT[row.cls] + (cmp.divergence && cmp.divergence.row === row.index ? " · the first divergence" : "")));
+      const only = changedOnlyOn(row);
+      const note = only ? ` · changed the IR in ${only}, a no-op in ${only === "A" ? "B" : "A"}` : "";
+      head.appendChild(el("div", "meta", WHAT[row.cls] + note + (cmp.divergence && cmp.divergence.row === row.index ? " · the first divergence" : "")));
       detail.appendChild(head);
       for (const [label, step] of [["A", row.a], ["B", row.b]]) {
         if (step && step.error) {
