@@ -17,10 +17,10 @@ __version__ = "0.1.0"
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["__version__", "current_run", "disable", "enable", "instrument", "load_trace", "reset", "trace"]
+__all__ = ["__version__", "current_run", "disable", "enable", "instrument", "load_trace", "reset", "run_passes", "trace"]
 
 if TYPE_CHECKING:
-    from .api import current_run, disable, enable, instrument, reset, trace
+    from .api import current_run, disable, enable, instrument, reset, run_passes, trace
     from .store import load_trace
 
 

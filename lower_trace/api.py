@@ -1,11 +1,11 @@
-"""The Python API: enable(), reset(), disable() and the trace() context manager."""
+"""The Python API: enable(), reset(), disable(), the trace() context manager, and run_passes()."""
 
 from __future__ import annotations
 
 import atexit
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from .capture.messages import Messages
@@ -26,17 +26,22 @@ def current_run() -> TraceRun | None:
     return _run
 
 
-def enable(mode: str = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None, script: str = "") -> TraceRun:
+def enable(
+    mode: str = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None, script: str = "",
+    codegen_output: str | os.PathLike | None = "",
+) -> TraceRun:
     """Trace every TileLang compile from now on (idempotent).
 
     mode: "terminal", "html" or "both" (or 1/on/true/yes for html).
     trace_dir: where traces go; default TL_LOWER_TRACE_DIR or ./tmp/lower_trace_dir.
     replay: keep every pass's input for `lower-trace replay` (default TL_LOWER_TRACE_REPLAY, off).
     script: the name of the run's folder under trace_dir (default: the running script's name).
+    codegen_output: a file that holds the first kernel's editable generated source (as well as
+    its working copy in edits/); None: no working copies at all (default: working copies in edits/).
     Calling it again with the same settings does nothing; with other settings it
     closes the current run and starts a new one.
     """
-    config = make_config(mode, trace_dir, replay, safe_component(script, "python") if script else "")
+    config = make_config(mode, trace_dir, replay, safe_component(script, "python") if script else "", codegen_output)
     if not config.enabled:
         disable()
         raise ValueError(f"enable() needs a mode that turns tracing on, not {mode!r}; call disable() to switch off")
@@ -128,6 +133,66 @@ def instrument(mode: str = "html", trace_dir: str | os.PathLike | None = None) -
     from .integrations.tvm import session_instrument
 
     return session_instrument(current_run)
+
+
+def run_passes(
+    func_or_mod: object, passes: object, mode: str = "terminal", context: int = 3, html_path: str | os.PathLike | None = "lower_trace_report.html",
+    trace_dir: str | os.PathLike | None = None,
+) -> list[dict[str, object]]:
+    """Run a chain of passes on a PrimFunc or IRModule and show what each did -- TileLang's one-shot
+    lower_trace(), in lower-trace: passes is a pass, a list of passes or of (name, pass) pairs.
+
+    The chain is traced as one compile of a run of its own (nested passes too): mode "terminal"
+    prints it, "html" writes the report to html_path (and the trace under trace_dir), "both" does
+    both. Returns one entry per pass: name, before_script, after_script, diff_lines (a unified
+    diff with `context` lines around changes), insertions, deletions, changed; a pass that raised
+    has an entry with "error" too, and its exception is raised after the report is written.
+    """
+    import shutil
+
+    from .diff import unified_lines
+    from .integrations import one_shot
+
+    text = str(mode).strip().lower()
+    if text not in ("terminal", "html", "both"):
+        raise ValueError(f"mode must be one of 'terminal', 'html', 'both', got {mode!r}")
+    named = one_shot_passes(passes, one_shot.pass_name)
+    steps: list[one_shot.Step] = []
+    run_dir = ""
+    try:
+        with trace(mode=text, trace_dir=trace_dir) as run:
+            run_dir = run.run_dir if run.config.writes_trace else ""
+            one_shot.run_chain(current_run, func_or_mod, named, steps)
+    finally:
+        if text in ("html", "both") and html_path and run_dir and os.path.exists(os.path.join(run_dir, REPORT)):
+            shutil.copyfile(os.path.join(run_dir, REPORT), os.fspath(html_path))
+            _messages.stream.write(f"lower-trace: report of the {len(named)} passes: file://{os.path.abspath(os.fspath(html_path))}\n")
+    results: list[dict[str, object]] = []
+    for index, (name, before, after, error) in enumerate(steps, 1):
+        lines = unified_lines(before, after, f"step {index} before", f"step {index} after", context) if not error else []
+        insertions = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+        deletions = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
+        entry: dict[str, object] = dict(
+            name=name, before_script=before, after_script=after, diff_lines=lines, insertions=insertions, deletions=deletions,
+            changed=bool(insertions or deletions),
+        )
+        if error:
+            entry["error"] = error
+        results.append(entry)
+    return results
+
+
+def one_shot_passes(passes: object, name_of: Callable[[object], str]) -> list[tuple[str, object]]:
+    """A pass, a (name, pass) pair, or a list of either -> [(name, pass)]."""
+    if (isinstance(passes, tuple) and len(passes) == 2 and isinstance(passes[0], str)) or not isinstance(passes, (list, tuple)):
+        passes = [passes]
+    named: list[tuple[str, object]] = []
+    for item in passes:
+        if isinstance(item, (list, tuple)) and len(item) == 2:
+            named.append((str(item[0]), item[1]))
+        else:
+            named.append((name_of(item), item))
+    return named
 
 
 def _at_exit() -> None:

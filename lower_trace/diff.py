@@ -168,3 +168,12 @@ def myers(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[tuple[int, int]]
                 px -= 1
     middle.reverse()
     return head + middle + tail
+
+
+def unified_lines(before: str, after: str, before_label: str, after_label: str, context: int = 3) -> list[str]:
+    """A unified diff as lines (no line ends), headers included; [] when the texts are equal."""
+    if before == after:
+        return []
+    return [line.rstrip("\n") for line in difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), before_label, after_label, n=context,
+    )]

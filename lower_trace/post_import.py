@@ -96,6 +96,12 @@ def while_importing(name: str, prepare: Callable[[], Callable[[], None]]) -> Non
     _finder.preparations.setdefault(name, []).append(prepare)
 
 
+def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
+    """The spec of name with the callbacks registered for it wired to its loader (for a finder
+    that must answer for the import already under way)."""
+    return _finder.find_spec(name, path, target)
+
+
 def cancel(name: str) -> None:
     _finder.callbacks.pop(name, None)
     _finder.preparations.pop(name, None)

@@ -34,6 +34,51 @@ def gemm(M=1024, N=1024, K=1024, block_M=128, block_N=128, block_K=32, dtype="fl
     return gemm
 
 
+def gemm_renamed(M=1024, N=1024, K=1024, block_M=128, block_N=128, block_K=32, dtype="float16", accum_dtype="float", num_stages=3):
+    """gemm() as another author writes it: the same kernel with its own names for the shared
+    buffers, the accumulator and the loop and block variables (the tensors keep theirs: TileLang
+    orders a kernel's parameters by name, so other names there make another kernel)."""
+
+    @T.prim_func
+    def gemm(
+        A: T.Tensor((M, K), dtype),
+        B: T.Tensor((K, N), dtype),
+        C: T.Tensor((M, N), dtype),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (tile_n, tile_m):
+            A_s = T.alloc_shared((block_M, block_K), dtype)
+            B_s = T.alloc_shared((block_K, block_N), dtype)
+            C_acc = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.clear(C_acc)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[tile_m * block_M, ko * block_K], A_s)
+                T.copy(B[ko * block_K, tile_n * block_N], B_s)
+                T.gemm(A_s, B_s, C_acc)
+            T.copy(C_acc, C[tile_m * block_M, tile_n * block_N])
+
+    return gemm
+
+
+def gemm_other_tensor_names(M=1024, N=1024, K=1024, block_M=128, block_N=128, block_K=32, dtype="float16", accum_dtype="float"):
+    """gemm() with its tensors named X, W, Out: TileLang sorts the device kernel's parameters by
+    name (Out, W_desc, X_desc instead of A_desc, B_desc, C), so this is another kernel, not a renaming."""
+
+    @T.prim_func
+    def gemm(X: T.Tensor((M, K), dtype), W: T.Tensor((K, N), dtype), Out: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+                T.copy(X[by * block_M, k * block_K], A_shared)
+                T.copy(W[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, Out[by * block_M, bx * block_N])
+
+    return gemm
+
+
 def elementwise_add(M=1024, N=1024, block_M=32, block_N=32, dtype="float32"):
     @T.prim_func
     def elementwise_add(

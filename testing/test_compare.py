@@ -102,6 +102,90 @@ def test_the_kernel_name_is_not_a_difference_and_ignore_removes_noise(traced):
     assert compare(side(*a), side(*c), ignore=[r"\b\d+\b"]).divergence is None  # every number ignored
 
 
+def test_a_kernel_named_like_a_tilelang_op_compares_identical(traced):
+    """The body of gemm compiled as `main` (the name almost every TileLang example uses) and as `gemm`
+    (the name of the T.gemm op): identical compiles. Comparing renamed the kernel as a substring before:
+    T.gemm( became T.main(, the answer was "differ before the first pass", and --ignore invented a
+    divergence in tl.LowerTileOp."""
+    from tilelang import tvm
+
+    main_func, gemm_func = kernels.gemm().with_attr("global_symbol", "main"), kernels.gemm()
+    assert tvm.ir.structural_equal(main_func.without_attr("global_symbol"), gemm_func.without_attr("global_symbol"))  # the same kernel
+    a, b = traced(main_func), traced(gemm_func)
+    assert (a[0].name, b[0].name) == ("main", "gemm")
+    for first, second in ((a, b), (b, a)):
+        result = compare(side(*first), side(*second))
+        assert result.identical and result.verdict == "identical", result.divergence
+        text = result.text(1, second[0].passes[0].before)
+        assert "T.gemm(" in text and "T.main(" not in text  # TileLang's names are never the kernel's
+        assert compare(side(*first), side(*second), ignore=[r"T\.bool\(\w+\)"]).identical
+    # What the kernel's name became is renamed, whole identifiers only.
+    import re
+
+    raw = b[1].snapshot(b[0].codegen[-1].source)
+    final = compare(side(*a), side(*b)).text(1, b[0].codegen[-1].source)
+    assert "main_kernel" in final and "gemm_kernel" not in final and "gemm_kernel" in raw
+    assert set(re.findall(r"tl::\w+", final)) == set(re.findall(r"tl::\w+", raw))  # TileLang's own names stay
+
+
+def test_up_to_renaming_says_which_names_differ(traced, tmp_path):
+    """The same GEMM written with other names for everything (buffers, loop and block variables):
+    --up-to-renaming calls it the same up to renaming and names the renaming; a real difference stays
+    a difference. Ground truth: TVM's structural equality of the PrimFuncs, which ignores names."""
+    import json
+    import subprocess
+
+    from conftest import lower_trace_cli
+    from tilelang import tvm
+
+    plain, renamed, other = kernels.gemm(), kernels.gemm_renamed(), kernels.gemm_renamed(block_K=64)
+    assert tvm.ir.structural_equal(plain, renamed) and not tvm.ir.structural_equal(plain, other)
+    a, b, c = traced(plain), traced(renamed), traced(other)
+    assert not compare(side(*a), side(*b)).equivalent  # by text, they differ
+    result = compare(side(*a), side(*b), up_to_renaming=True)
+    assert result.equivalent and not result.identical and result.verdict == "same up to renaming"
+    renames = dict(result.renamed)
+    assert renames["A_s"] == "A_shared" and renames["C_acc"] == "C_local" and renames["ko"] == "k"
+    assert all(not old.startswith("T") for old in renames)  # no TileLang name was "renamed"
+    assert compare(side(*a), side(*c), up_to_renaming=True).verdict == "differ"
+    # Other names for the tensors are more than a renaming: TileLang orders the device kernel's
+    # parameters by name, so the compiles part where it makes that kernel.
+    d = traced(kernels.gemm_other_tensor_names())
+    parted = compare(side(*a), side(*d), up_to_renaming=True)
+    assert parted.verdict == "differ" and parted.divergence.a.name == "tl.SplitHostDevice"
+
+    def cli(*args):
+        return subprocess.run([lower_trace_cli(), "diff", *args, "--color", "never"], capture_output=True, text=True)
+
+    done = cli(a[1].path, b[1].path, "--up-to-renaming")
+    assert done.returncode == 0 and "the same up to renaming" in done.stdout and "A_s -> A_shared" in done.stdout, done.stdout
+    assert cli(a[1].path, b[1].path).returncode == 1
+    data = json.loads(cli(a[1].path, c[1].path, "--up-to-renaming", "--json").stdout)
+    assert data["verdict"] == "differ" and data["identical"] is False
+
+
+def test_variants_list_the_passes_that_changed_the_ir_on_one_side_only(traced):
+    """Two variants differ from their input: the alignment also says which passes changed the IR
+    on one side and did nothing on the other (checked on the records' own statuses)."""
+    import subprocess
+
+    from conftest import lower_trace_cli
+
+    a, b = traced(kernels.elementwise_add()), traced(kernels.elementwise_add(block_N=1))  # block_N=1: nothing to vectorize
+    result = compare(side(*a), side(*b))
+    truth_a = [pa.seq for pa, pb in zip(a[0].passes, b[0].passes) if (pa.status.value, pb.status.value) == ("changed", "unchanged")]
+    truth_b = [pb.seq for pa, pb in zip(a[0].passes, b[0].passes) if (pa.status.value, pb.status.value) == ("unchanged", "changed")]
+    assert [p.name for p in a[0].passes] == [p.name for p in b[0].passes]
+    assert [row.a.seq for row in result.changed_on_one_side(0)] == truth_a
+    assert [row.b.seq for row in result.changed_on_one_side(1)] == truth_b
+    assert truth_a or truth_b  # the variants do make passes behave differently
+    out = subprocess.run([lower_trace_cli(), "diff", a[1].path, b[1].path, "--color", "never"], capture_output=True, text=True).stdout
+    for label, truth in (("changed the IR in A, did nothing in B", truth_a), ("changed the IR in B, did nothing in A", truth_b)):
+        if truth:
+            (line,) = [x for x in out.splitlines() if x.startswith(label)]
+            assert f"({len(truth)}):" in line
+
+
 def test_align_keeps_order_and_pairs_equal_names():
     from lower_trace.model import PassRecord, PassStatus
 

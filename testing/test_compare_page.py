@@ -249,3 +249,57 @@ def test_a_failed_pass_shows_its_error_in_the_comparison(opened, real_trace, tmp
     box = page.locator(".cmp-detail section.error")
     assert box.locator(".error-type").inner_text() == error.type
     assert error.message.splitlines()[0] in box.locator("pre.message").inner_text()
+
+
+@pytest.fixture(scope="module")
+def named_trace(tmp_path_factory):
+    """k1 the GEMM compiled as `main`, k2 the same as `gemm` (TileLang's op's name); k3, k4 two
+    variants of one kernel whose passes change the IR on one side only."""
+    import tilelang
+    from tilelang import tvm
+
+    import lower_trace
+
+    target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+    with lower_trace.trace(mode="html", trace_dir=str(tmp_path_factory.mktemp("named"))) as run:
+        with target:
+            for func in (kernels.gemm().with_attr("global_symbol", "main"), kernels.gemm(), kernels.elementwise_add(), kernels.elementwise_add(block_N=1)):
+                tilelang.lower(func, target=target)
+    return load_trace(run.run_dir)
+
+
+def test_compare_with_renames_only_the_kernel_and_lists_one_sided_changes(opened, named_trace):
+    """The report's "compare with...": main vs gemm is identical, as Python says, and the page's
+    normalised text keeps T.gemm (it used to write T.main); variants list the passes that changed
+    the IR on one side only, as Python's comparison does."""
+    view = opened(os.path.join(named_trace.path, "report.html"))
+    got = view.page.evaluate(
+        """async () => {
+          const kernels = new Map(LTBlocks.gather().kernels.map((k) => [k.id, k]));
+          const a = await LTBlocks.open(kernels.get("k1")), b = await LTBlocks.open(kernels.get("k2"));
+          const cmp = LTCompare.compare(a, b);
+          const first = b.steps.find((s) => s.kind === "pass");
+          return { identical: cmp.identical, divergence: cmp.divergence, text: cmp.text(1, first.before) };
+        }"""
+    )
+    assert python_compare(named_trace, "k1", "k2").identical
+    assert got["identical"] is True and got["divergence"] is None
+    assert "T.gemm(" in got["text"] and "T.main(" not in got["text"] and "def main(" in got["text"]
+    page = view.page
+    view.goto("#k1")
+    view.settle()
+    page.select_option("#compare-with", "k2")
+    view.settle()
+    assert page.locator("#detail .cmp-verdict").inner_text().startswith("identical")
+
+    result = python_compare(named_trace, "k3", "k4")
+    view.goto("#k3")
+    view.settle()
+    page.select_option("#compare-with", "k4")
+    view.settle()
+    for side, label in ((0, "A"), (1, "B")):
+        rows = result.changed_on_one_side(side)
+        assert rows  # both sides have such passes here
+        (line,) = [t for t in page.locator("#detail .cmp-one-changed").all_inner_texts() if t.startswith(f"changed the IR in {label}")]
+        assert f"({len(rows)}):" in line
+        assert page.locator(f"#detail .cmp-row.changed-in-{label.lower()}").count() == len(rows)

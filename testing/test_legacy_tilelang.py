@@ -172,3 +172,42 @@ def test_lower_trace_run_and_terminal_mode(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "== lower-trace: kernel k1 elementwise_add" in proc.stderr and "changed  +" in proc.stderr
     assert not (tmp_path / "tmp").exists()
+
+
+def test_layouts_come_back_exactly_and_replay_says_what_it_cannot_restore(tmp_path):
+    """Pass inputs holding layouts, loaded from TVM's JSON, are the same graph with TileLang's own
+    placeholders (ground truth: the modules TileLang handed the passes, kept by TVM's own
+    PassInstrument). TileLang 0.1.9 does not reflect a fragment's thread range, so nothing can
+    bring it back: replay says so when that changes what tl.LowerTileOp makes."""
+    import subprocess
+
+    import recorder
+    from conftest import lower_trace_cli
+    from lower_trace.integrations.replay import load_module
+
+    passes, _ = recorder.record(kernels.gemm(), CUDA)
+    held = [p for p in passes if recorder.layouts_in(p.before)]
+    assert held
+    reflected = "thread_range" in dir(recorder.layouts_in(held[0].before)[-1])
+    for record in held:
+        text = tvm.ir.save_json(record.before)
+        restored, note = load_module(text)
+        assert tvm.ir.save_json(restored) == text
+        assert tvm.ir.structural_hash(restored) == tvm.ir.structural_hash(record.before) != tvm.ir.structural_hash(tvm.ir.load_json(text))
+        for mine, real in zip(recorder.layouts_in(restored), recorder.layouts_in(record.before)):
+            assert tvm.ir.structural_equal(mine, real)
+        assert ("thread range" in note) == (not reflected)
+    with lower_trace.trace(mode="html", trace_dir=tmp_path, replay=True) as run:
+        lower_cuda(kernels.gemm())
+    (kernel,) = lower_trace.load_trace(run.run_dir).kernels
+    syncs = [p.call.expression for p in kernel.passes if p.name == "tl.ThreadSync"]
+    assert syncs == ["tilelang.transform.ThreadSync('shared')", "tilelang.transform.ThreadSync('shared.dyn')"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
+    done = subprocess.run([lower_trace_cli(), "replay", run.run_dir, "-p", "tl.LowerTileOp"], capture_output=True, text=True, env=env, timeout=300)
+    truth = next(p.after_text for p in passes if p.name == "tl.LowerTileOp")
+    if reflected:
+        assert done.returncode == 0 and "identical to the recorded output" in done.stdout, done.stdout + done.stderr
+    else:
+        # Without its thread range tl.LowerTileOp makes other code, and replay says why.
+        assert done.returncode == 1 and "differs from the recorded output" in done.stdout and "thread range" in done.stdout
+    assert truth == lower_trace.load_trace(run.run_dir).snapshot(next(p.after for p in kernel.passes if p.name == "tl.LowerTileOp"))

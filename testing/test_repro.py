@@ -18,7 +18,6 @@ from lower_trace.model import PassStatus
 
 tilelang = pytest.importorskip("tilelang")
 
-import tilelang.language as T  # noqa: E402
 from tilelang import tvm  # noqa: E402
 
 import kernels  # noqa: E402

@@ -167,10 +167,36 @@ def tokens(text: str) -> Tokens:
 
 def correspondence(a: str, b: str) -> dict[str, str] | None:
     """{B's identifier: A's} when b is a with identifiers renamed one to one (identity pairs left
-    out: {} means equal), None when no such renaming makes them equal."""
+    out: {} means equal), None when no such renaming makes them equal.
+
+    Printers sort some maps by their keys (``"tl.smem_alignment_map": {"A_shared": 512, ...}``),
+    so a renaming can reorder entries: when the texts do not line up token by token, the renaming
+    is read off the lines that do, B is renamed, and the two are compared with such maps' entries
+    in key order."""
     if a == b:
         return {}
-    ta, tb = tokens(a), tokens(b)
+    found = _token_by_token(tokens(a), tokens(b))
+    if found is not None:
+        return {wb: wa for wb, wa in found.items() if wb != wa}
+    lines_a, lines_b = a.splitlines(), b.splitlines()
+    if len(lines_a) != len(lines_b):
+        return None
+    mapping: dict[str, str] = {}
+    for la, lb in zip(lines_a, lines_b):
+        if la == lb:
+            continue
+        pairs = _token_by_token(tokens(la), tokens(lb))
+        for wb, wa in (pairs or {}).items():
+            if mapping.setdefault(wb, wa) != wa:
+                return None
+    if len(set(mapping.values())) != len(mapping):
+        return None  # two names of B would become one of A: not a renaming
+    if _sorted_maps(rename(b, mapping)) != _sorted_maps(a):
+        return None
+    return {wb: wa for wb, wa in mapping.items() if wb != wa}
+
+
+def _token_by_token(ta: Tokens, tb: Tokens) -> dict[str, str] | None:
     if len(ta.words) != len(tb.words) or ta.between != tb.between:
         return None
     forward: dict[str, str] = {}
@@ -182,4 +208,12 @@ def correspondence(a: str, b: str) -> dict[str, str] | None:
             continue
         if forward.setdefault(wb, wa) != wa or backward.setdefault(wa, wb) != wb:
             return None
-    return {wb: wa for wb, wa in forward.items() if wb != wa}
+    return forward
+
+
+# A one-line map with string keys and flat values: {"A_shared": 512, "B_shared": 1024}
+_FLAT_MAP = re.compile(r'\{("[^"\n]*": [^{}\n,]+(?:, "[^"\n]*": [^{}\n,]+)*)\}')
+
+
+def _sorted_maps(text: str) -> str:
+    return _FLAT_MAP.sub(lambda m: "{" + ", ".join(sorted(m.group(1).split(", "))) + "}", text)

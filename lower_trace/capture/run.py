@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from .. import repro
 from ..config import Config
+from ..edit_alias import EditAlias
 from ..edit_outcome import EditOutcome, short_path
 from ..model import KernelEnd, KernelStart, KernelStatus, KernelTrace, Note, RunInfo, to_json
 from ..override import EditStore
@@ -67,7 +68,8 @@ class TraceRun:
         self.writer: TraceWriter | None = TraceWriter(self.run_dir, self.info) if config.writes_trace else None
         self.worker = Worker(self.tracer_fault, on_idle=self._flush, threaded=spare_core())
         # Working copies of the generated source live beside the runs (they outlive them).
-        self.edits: EditStore | None = EditStore(self.script_dir) if config.writes_trace else None
+        self.edits: EditStore | None = EditStore(self.script_dir) if config.writes_trace and config.codegen_output is not None else None
+        self.edit_alias = EditAlias(config.codegen_output) if self.edits is not None and config.codegen_output else None
         self.listeners: list[KernelListener] = []
         self.gate: PassGate | None = PassGate(config.bisect) if config.bisect is not None else None
         self._lock = threading.Lock()

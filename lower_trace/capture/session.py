@@ -415,11 +415,16 @@ class CompileSession:
         edits = self.run.edits
         if edits is None or not self.kernel_name or not self.edits_enabled:
             return generated
-        try:
-            outcome = edits.resolve(
-                self.kernel_name, self.signature, active.role, active.language, generated,
-                tir=self.initial_text, config=self.variant_config,
+        def decide() -> EditOutcome:
+            return edits.resolve(
+                self.kernel_name, self.signature, active.role, active.language, generated, tir=self.initial_text, config=self.variant_config,
             )
+
+        try:
+            outcome = decide()
+            alias = self.run.edit_alias
+            if alias is not None and alias.applies_to(self.kernel_name, active.role, active.language):
+                outcome = alias.sync(outcome, decide)  # enable(codegen_output=PATH): PATH is this copy too
         except OSError as exc:
             self.run.edits_fault(exc)
             return generated

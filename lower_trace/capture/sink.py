@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..config import Config
+from ..edit_alias import EditAlias
 from ..edit_outcome import EditOutcome
 from ..model import KernelTrace, RunInfo
 from ..override import EditStore
@@ -36,6 +37,7 @@ class TraceSink(Protocol):
     info: RunInfo
     worker: Worker
     edits: EditStore | None
+    edit_alias: EditAlias | None  # enable(codegen_output=PATH)
     gate: PassGate | None  # which passes run, under lower-trace bisect
 
     def register_kernel(

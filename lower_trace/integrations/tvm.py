@@ -20,7 +20,6 @@ from typing import Any
 import tvm
 import tvm_ffi
 
-
 from ..capture.session import CompileSession
 from ..capture.sink import GetRun
 from ..capture.tracker import PassTracker

@@ -1,0 +1,44 @@
+"""Put seed_api's functions into ``tilelang.tools.lower_trace`` as it is imported.
+
+The startup hook (lower_trace_startup.pth) adds a finder to sys.meta_path that looks only at
+that module's name and imports nothing else: this module is imported once the user's program
+imports TileLang's tracer module, never before. TL_LOWER_TRACE_BUILTIN=1 leaves the finder out.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+MODULE = "tilelang.tools.lower_trace"
+
+
+def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
+    """Called by the startup hook's finder for MODULE: import it with take_over() run right after."""
+    from . import post_import
+
+    for finder in list(sys.meta_path):
+        if type(finder).__name__ == "LowerTraceTakeover":
+            sys.meta_path.remove(finder)  # once is enough
+    post_import.when_imported(MODULE, take_over)
+    return post_import.find_spec(name, path, target)
+
+
+ORIGINALS = "_lower_trace_builtin"  # the module's own functions, kept on it: {name: function}
+
+
+def take_over(module: Any) -> None:
+    from .seed_api import SHIMS
+
+    try:
+        kept = {attr: getattr(module, attr) for attr in SHIMS if hasattr(module, attr)}
+        setattr(module, ORIGINALS, kept)
+        for attr, function in SHIMS.items():
+            setattr(module, attr, function)
+    except Exception as exc:  # never stop the user's import
+        sys.stderr.write(f"lower-trace: could not take over {MODULE} ({type(exc).__name__}: {exc}); it stays TileLang's own\n")
+
+
+def builtin(module: Any, attr: str) -> Any:
+    """TileLang's own function `attr` of its tracer module, taken over or not (None if it has none)."""
+    return getattr(module, ORIGINALS, {}).get(attr) or getattr(module, attr, None)
