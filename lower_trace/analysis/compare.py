@@ -91,6 +91,8 @@ class Comparison:
     sources: tuple[str, str] = ("", "")  # the final device (else host) source of each side, as compared
     # With up_to_renaming: {B's identifier: A's} that made texts the same (empty: none was needed).
     renamed: tuple[tuple[str, str], ...] = ()
+    # Without it: the inputs differ, but only in names (so --up-to-renaming is worth a try).
+    inputs_differ_in_names_only: bool = False
 
     @property
     def equivalent(self) -> bool:
@@ -246,7 +248,12 @@ def compare(first: Side, second: Side, ignore: Sequence[str] = (), up_to_renamin
     if divergence is None and not same_source and last_one_sided is not None:
         divergence = Divergence("one-sided", *last_one_sided)
     shown = (sources_a[0][1] if sources_a else "", sources_b[0][1] if sources_b else "")
-    return Comparison(tuple(rows), divergence, same_source, text, shown, tuple(sorted(renamed.items())))
+    names_only = False
+    if divergence is not None and divergence.kind == "input" and not up_to_renaming:
+        start = next((row for row in rows if row.a is not None and row.b is not None), None)
+        if start is not None and start.a is not None and start.b is not None:
+            names_only = correspondence(text(0, start.a.before), text(1, start.b.before)) is not None
+    return Comparison(tuple(rows), divergence, same_source, text, shown, tuple(sorted(renamed.items())), names_only)
 
 
 def _innermost(rows: list[AlignedPass], at: int) -> Divergence:

@@ -45,6 +45,8 @@ def render(stream: TextIO, result: Comparison, a: tuple[str, KernelTrace], b: tu
         stream.write("every aligned pass got and made the same IR\n")
     elif divergence.kind == "input":
         stream.write(c("bold", "first divergence: the kernels differ before the first pass (other kernels, or other variants)") + "\n")
+        if result.inputs_differ_in_names_only:
+            stream.write("  they differ only in the names of identifiers: --up-to-renaming compares them up to a consistent renaming\n")
         first = next((row for row in result.rows if row.a is not None and row.b is not None), None)
         if first is not None and first.a is not None and first.b is not None:
             view.render_diff(result.text(0, first.a.before), result.text(1, first.b.before))

@@ -13,7 +13,7 @@ from typing import TextIO
 
 from .. import diff
 from ..config import color_wanted
-from ..model import CodegenRecord, ErrorInfo, KernelStatus, KernelTrace, PassRecord, PassStatus
+from ..model import CodegenRecord, ErrorInfo, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus
 
 Snapshots = Callable[[str], "str | None"]
 
@@ -70,6 +70,13 @@ def printable_lines(text: str) -> list[str]:
     it is split at them ("\\n", "\\r\\n"); everything else unsafe is escaped in each line.
     Tabs are layout too and pass through."""
     return [printable(line) for line in text.replace("\r\n", "\n").split("\n")]
+
+
+def call_arguments(call: PassCall, limit: int = 32) -> str:
+    """ "('shared.dyn')": the arguments a pass was built with, to tell two runs of one pass apart;
+    "(…)" when they are longer than that (a target: `show --json` and the report have them whole)."""
+    text = printable(", ".join([*call.args, *(f"{key}={value}" for key, value in call.kwargs)]))
+    return f"({text})" if len(text) <= limit else "(…)"
 
 
 def kernel_state(kernel: KernelTrace) -> str:
@@ -165,7 +172,8 @@ class TerminalRenderer:
             stats = diff.stats(before, after)
             counts = c("green", f"+{stats.added}") + " " + c("red", f"-{stats.removed}")
         indent = "  " * record.depth
-        name = c(style, printable(record.name)) if record.status is not PassStatus.CHANGED else c("bold", printable(record.name))
+        shown = printable(record.name) + (call_arguments(record.call) if record.call is not None else "")
+        name = c(style, shown) if record.status is not PassStatus.CHANGED else c("bold", shown)
         phase = c("cyan", f"{printable(record.phase):<20}")
         self._line(f"{record.seq:>4} {phase} {indent}{name}  {c(style, label)}  {counts}  {c('dim', _ms(record))}".rstrip())
         if record.error is not None:

@@ -13,6 +13,9 @@ const LTView = (() => {
   // Set by create(): the page's state (mode, regex) and the rules Python injected.
   let state = null, rules = null, handlers = {};
 
+  // A pass built with arguments, as the trace recorded it (model.PassCall.expression).
+  const callText = (call) => `${call.factory}(${[...(call.args || []), ...(call.kwargs || []).map(([k, v]) => `${k}=${v}`)].join(", ")})`;
+
   // --- detail view ------------------------------------------------------------------------------
   // A compiler's message (gcc / nvcc output) keeps its lines: the message is a pre of its own.
   function errorBox(error) {
@@ -149,6 +152,7 @@ const LTView = (() => {
     head.appendChild(el("h2", "", `#${step.seq} ${titleOf(step)}`));
     const meta = [kernel.name, statusOf(step)];
     if (!isCodegen(step)) meta.push(step.phase, step.caller ? `run by ${step.caller}` : "", step.depth ? `nested (depth ${step.depth}, in #${step.parent})` : "");
+    if (step.call) meta.push(`built as ${callText(step.call)}`);
     else meta.push(step.language, step.target !== step.language ? step.target : "");
     meta.push(msText(step));
     head.appendChild(el("div", "meta", meta.filter(Boolean).join(" · ")));
