@@ -75,6 +75,11 @@ def test_bisect_names_the_injected_pass(tmp_path):
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     assert "first bad pass:" in out and "tl.BuggyConstantFold" in out.split("first bad pass:")[1].splitlines()[0], out
+    # The pass is named by the number the limits count (the last of the first bad ones), not only by its 0-based step.
+    good, bad = map(int, re.search(r"with the first (\d+) passes your check passes; with the first (\d+)", out).groups())
+    assert bad == good + 1
+    nth = f"{bad}{'th' if 10 <= bad % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(bad % 10, 'th')}"
+    assert f": the {nth} of the " in out.split("first bad pass:")[1].splitlines()[0]
     assert "run 1: every pass: bad" in out and re.search(r"^run 2 of about \d+: none of the \d+ passes but the required ones: good", out, re.MULTILINE)
     runs = sum(1 for line in out.splitlines() if line.startswith("run "))
     assert runs <= 10  # log2(~66 passes) + the two ends + the bad end's trace
@@ -160,6 +165,23 @@ def test_kernel_scope_leaves_other_kernels_alone(tmp_path):
     assert answer.kind == "found" and answer.culprit.name == "tl.BuggyConstantFold" and answer.kernel.name == "other"
     scale = next(k for k in answer.bad.trace.kernels if k.name == "scale")
     assert all(p.ordinal == 0 and p.status is not PassStatus.SKIPPED for p in scale.passes)
+
+
+def test_configs_without_a_list_try_every_switch_tvm_registers():
+    """`--configs` alone tries TVM's own switches too (tirx.disable_vectorize), not only TileLang's
+    tl.* ones; each is a config this TVM accepts set to True (TVM's registry is the ground truth),
+    and none only makes the compiler talk."""
+    from tilelang import tvm
+
+    from lower_trace.integrations.extra_configs import switch_configs
+
+    keys = switch_configs()
+    assert "tirx.disable_vectorize" in keys and "tl.disable_warp_specialized" in keys and "tl.force_let_inline" in keys
+    registered = tvm.transform.PassContext.list_configs()
+    for key in keys:
+        assert key in registered
+        tvm.transform.PassContext(config={key: True})  # accepted as an on/off switch
+    assert not any("verbose" in key or "dump" in key for key in keys)
 
 
 def test_bad_input_is_one_line(tmp_path):

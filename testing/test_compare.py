@@ -135,8 +135,9 @@ def test_up_to_renaming_says_which_names_differ(traced, tmp_path):
     import json
     import subprocess
 
-    from conftest import lower_trace_cli
     from tilelang import tvm
+
+    from conftest import lower_trace_cli
 
     plain, renamed, other = kernels.gemm(), kernels.gemm_renamed(), kernels.gemm_renamed(block_K=64)
     assert tvm.ir.structural_equal(plain, renamed) and not tvm.ir.structural_equal(plain, other)
