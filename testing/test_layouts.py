@@ -154,6 +154,32 @@ def test_the_report_draws_each_fragment_as_tilelang_maps_it(browser, traced):
         view.close()
 
 
+def test_see_the_picture_below_brings_the_buffer_buttons_into_view_uncovered(browser, traced):
+    trace, _ = traced
+    for kernel in trace.kernels:
+        (inference,) = [p for p in kernel.passes if p.layouts]
+        for width, height in ((1440, 900), (1280, 720)):
+            view = Page(browser, os.path.join(trace.path, "report.html"), f"#{kernel.kernel_id}/{inference.seq}", width=width)
+            view.page.set_viewport_size({"width": width, "height": height})
+            view.settle()
+            page = view.page
+            page.click("#detail .layout-jump")
+            # Every buffer button lies below the page's header, inside the pane, and is what a click there hits.
+            seen = page.eval_on_selector_all(
+                "#layouts .layout-buffers button",
+                """buttons => buttons.map(b => {
+                    const box = b.getBoundingClientRect(), pane = document.getElementById('detail').getBoundingClientRect();
+                    const top = document.querySelector('header').getBoundingClientRect().bottom;
+                    const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+                    return [b.dataset.buffer, box.top >= top && box.top >= pane.top && box.bottom <= pane.bottom, hit === b || b.contains(hit)];
+                })""",
+            )
+            assert [buffer for buffer, _, _ in seen] == [layout.buffer for layout in inference.layouts]
+            assert all(inside and hit for _, inside, hit in seen), (kernel.name, width, seen)
+            assert view.errors() == []
+            view.close()
+
+
 def test_the_page_evaluates_tvm_expressions_as_tvm_does(browser, traced, tmp_path):
     """Each operator TVM may print in an index expression, on negative values too, against
     TVM's own constant folding of the same expression."""

@@ -66,7 +66,7 @@ def test_blame_toggle_on_the_codegen_tir_links_each_line_to_its_pass(gemm_page, 
     assert view.active() == target
     assert view.page.locator("#detail h2").inner_text() == f"#{target} {record.name}"
     if record.status is PassStatus.CHANGED:
-        assert view.page.locator("#detail table.diff").count() == 1
+        assert view.page.locator("#detail .diff-box").count() == 1
     # The toggle stays on: the full IR of that pass opens blamed.
     view.page.locator("#detail .diff-box button", has_text="show full IR").click()
     after = view.page.locator(".ir-box").filter(has_text="IR after")

@@ -236,8 +236,8 @@ def test_hostile_names_and_ir_render_as_inert_text(browser, tmp_path):
         name = page.locator("#kernels .kname").text_content()
         assert name.startswith("k</script><script>window.__pwned=1</script><!--") and "⟨U+202E⟩evil" in name
         page.locator('#passes .step[data-seq="0"]').click()
-        assert "y = 2 </script>" in page.locator("table.diff").inner_text()
-        assert EVIL_IR.splitlines()[0] in page.locator("table.diff").inner_text()
+        assert "y = 2 </script>" in page.locator("#detail .diff-box").inner_text()
+        assert EVIL_IR.splitlines()[0] in page.locator("#detail .diff-box").inner_text()
         assert EVIL_NAME[:10] in page.title()
     finally:
         view.close()

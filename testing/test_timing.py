@@ -3,15 +3,17 @@ report's two charts in Chromium, checked against the trace's own records. (Groun
 purpose, nested passes that sleep a known time, is in test_plain_tvm.py.)"""
 
 import dataclasses
+import io
 import json
 import os
+import re
 
 import pytest
 
 from lower_trace.analysis.timing import kernel_timing, line_count, run_timing
 from lower_trace.cli import main
 from lower_trace.model import CodegenRecord, PassStatus
-from lower_trace.render.timing_view import ms_text
+from lower_trace.render.timing_view import ms_text, write_run_table
 from report_fixtures import Page, sweep_report, wait_until
 
 
@@ -64,6 +66,54 @@ def test_show_timing_prints_a_kernel_table_and_the_runs_slowest_steps(real_trace
     assert [t["name"] for t in data["totals"]] == [t.name for t in truth]
     assert [k["id"] for k in data["kernels"]] == [k.kernel_id for k in real_trace.kernels]
     assert sum(t["calls"] for t in data["totals"]) == sum(len(k.steps) for k in real_trace.kernels)
+
+
+def recorded_times(path):
+    """{kernel: (compile ms, ms in its top-level passes and codegen)}, read off trace.jsonl itself."""
+    compile_ms, steps_ms = {}, {}
+    with open(os.path.join(path, "trace.jsonl")) as records:
+        for line in records:
+            record = json.loads(line)
+            if record["type"] == "kernel_end":
+                compile_ms[record["kernel_id"]] = record["ms"]
+            elif record["type"] == "codegen" or (record["type"] == "pass" and "parent" not in record):
+                steps_ms[record["kernel"]] = steps_ms.get(record["kernel"], 0.0) + record.get("ms", 0.0)
+    return {kernel: (compile_ms[kernel], steps_ms.get(kernel, 0.0)) for kernel in compile_ms}
+
+
+def test_the_run_tables_shares_are_of_the_compile_and_it_says_what_the_rest_is(real_trace):
+    times = recorded_times(real_trace.path)
+    assert sorted(times) == sorted(k.kernel_id for k in real_trace.kernels)
+    compile_ms = sum(c for c, _ in times.values())
+    steps_ms = sum(s for _, s in times.values())
+    assert 0 < steps_ms < 0.99 * compile_ms  # the compile is more than its steps: 100% would be wrong
+    out = io.StringIO()
+    write_run_table(out, real_trace.kernels)
+    lines = out.getvalue().splitlines()
+    number = r"([\d.]+)"
+    head = re.match(
+        rf"4 kernels: compile {number} ms in all: {number} ms \({number}%\) in passes and codegen, {number} ms \({number}%\) between steps \(",
+        lines[0],
+    )
+    assert head, lines[0]
+    shown_compile, shown_steps, steps_share, shown_between, between_share = map(float, head.groups())
+    assert shown_compile == pytest.approx(compile_ms, abs=0.051)
+    assert shown_steps == pytest.approx(steps_ms, abs=0.051 + 0.002 * sum(len(k.steps) for k in real_trace.kernels))
+    assert steps_share == pytest.approx(100 * steps_ms / compile_ms, abs=0.051)
+    assert shown_between == pytest.approx(compile_ms - steps_ms, abs=0.1) and steps_share + between_share == pytest.approx(100, abs=0.11)
+    rows = [line.split() for line in lines[2:] if not line.startswith("...")]
+    assert len(rows) == min(40, len(run_timing(real_trace.kernels)))
+    for row in rows:  # each step name's share, of the compile too
+        self_ms, share = row[-6:-4]  # names may hold spaces ("device codegen"): from the right
+        assert float(share.rstrip("%")) == pytest.approx(100 * float(self_ms) / compile_ms, abs=0.051), row
+    # Counts agree with their nouns.
+    out = io.StringIO()
+    names = len(run_timing(real_trace.kernels))
+    write_run_table(out, real_trace.kernels, limit=names - 1)
+    assert out.getvalue().splitlines()[-1] == "... and 1 more step name (--json lists them all)"
+    out = io.StringIO()
+    write_run_table(out, real_trace.kernels[:1])
+    assert out.getvalue().startswith("1 kernel: compile ")
 
 
 def _chart_rows(page):
@@ -167,7 +217,8 @@ def test_the_run_chart_ranks_step_names_over_a_sweep_and_opens_the_slowest(brows
     assert len(rows) == 40 and all(n == t.name or (n.endswith("…") and t.name.startswith(n[:-1])) for n, t in zip(names, truth))
     assert [r["kernel"] + "/" + r["seq"] for r in rows] == [f"{t.max_kernel}/{t.max_seq}" for t in truth[:40]]
     first = truth[0]
-    share = f"{100 * first.self_ms / sum(t.self_ms for t in truth):.1f}%"
+    compile_ms = sum(max(k.ms, sum(t.self_ms for t in kernel_timing(k))) for k in kernels)
+    share = f"{100 * first.self_ms / compile_ms:.1f}%"  # of the compile, as show --timing says
     assert rows[0]["texts"][1:6] == [_ms(first.self_ms), share, str(first.calls), str(first.kernels), _ms(first.max_self_ms)]
     page.click("#detail .timing-more")
     assert len(_chart_rows(page)) == len(truth)
@@ -179,3 +230,28 @@ def test_the_run_chart_ranks_step_names_over_a_sweep_and_opens_the_slowest(brows
     assert view.errors() == []
     view.close()
     assert load_trace(real_trace.path)  # the trace itself is untouched by the page
+
+
+def test_the_run_chart_of_one_kernel_says_one_kernel_and_shares_of_its_compile(browser, real_trace, tmp_path):
+    path = str(tmp_path / "one.html")
+    sweep_report(real_trace, path, 1)  # k1: the gemm, its records as traced
+    gemm = real_trace.kernels[0]
+    compile_ms, steps_ms = recorded_times(real_trace.path)[gemm.kernel_id]
+    view = Page(browser, path, "#timing", width=1280)
+    view.settle()
+    facts = view.page.locator("#detail .timing-facts").inner_text()
+    share = f"{100 * steps_ms / compile_ms:.1f}%"
+    assert facts.startswith(f"1 kernel · compile {compile_ms:.1f} ms in all: ") and f"({share}) in passes and codegen" in facts, facts
+    assert "1 kernels" not in facts and "(100%)" not in facts
+    rows = view.page.eval_on_selector_all(
+        "#detail svg.timing-chart .bar-row",
+        "rows => rows.map(g => [...g.querySelectorAll('text')].map(t => t.textContent).concat(g.querySelector('title').textContent))",
+    )
+    truth = {t.name: t for t in run_timing([gemm])}
+    for name, self_ms, pct, calls, *_, tip in rows:
+        t = truth[name] if name in truth else next(t for n, t in truth.items() if n.startswith(name[:-1]))
+        assert pct == f"{100 * t.self_ms / compile_ms:.1f}%"
+        assert f" over {t.calls} call{'' if t.calls == 1 else 's'} in 1 kernel;" in tip, tip
+    assert any(int(row[3]) == 1 for row in rows) and any(int(row[3]) > 1 for row in rows)  # both nouns seen
+    assert view.errors() == []
+    view.close()

@@ -49,6 +49,37 @@ class PassTotal:
     max_seq: int  # ... at this step
 
 
+# What the compile time outside every pass and codegen is (the terminal and the page say it).
+BETWEEN = "between steps (TileLang's Python around them, the tracer's own work)"
+
+
+@dataclass(frozen=True)
+class CompileSplit:
+    """Where the compile time of some kernels went: in traced steps, or between them."""
+
+    compile_ms: float  # the kernels' compile time (a kernel's steps where it has none: it did not finish)
+    steps_ms: float  # in passes and codegen: their self times summed (the top-level steps' time)
+
+    @property
+    def between_ms(self) -> float:
+        return max(0.0, self.compile_ms - self.steps_ms)
+
+    def share(self, ms: float) -> float:
+        """ms as a percentage of the compile time."""
+        return 100.0 * ms / self.compile_ms if self.compile_ms > 0 else 0.0
+
+
+def compile_split(kernels: Iterable[KernelTrace]) -> CompileSplit:
+    """Self times, not the top-level steps' ms, so that a run table's % column adds up to the
+    steps' share; the page sums the same numbers from its summaries (kernel_totals)."""
+    compile_ms = steps_ms = 0.0
+    for kernel in kernels:
+        steps = sum(entry[1] for entry in kernel_totals(kernel_timing(kernel)).values())
+        compile_ms += max(kernel.ms, steps)
+        steps_ms += steps
+    return CompileSplit(compile_ms, steps_ms)
+
+
 def step_label(step: PassRecord | CodegenRecord) -> str:
     return f"{step.role} codegen" if isinstance(step, CodegenRecord) else step.name
 

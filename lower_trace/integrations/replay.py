@@ -160,9 +160,11 @@ def build_pass(build: PassBuild) -> Any:
 
 
 def config_value(value: Any) -> Any:
-    """A PassContext config value as plain Python (bool, int, float, str), for a script or JSON."""
+    """A PassContext config value as plain Python (bool, int, float, str, a list of them), for a script or JSON."""
     if isinstance(value, (bool, int, float, str)):
         return value
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "Array":
+        return [config_value(item) for item in value]  # tl.device_compile_flags: a list, not its repr
     dtype = str(getattr(value, "dtype", ""))
     inner = getattr(value, "value", None)
     if dtype == "bool" and inner is not None:

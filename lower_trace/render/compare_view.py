@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from ..analysis.compare import Comparison, config_difference
+from ..analysis.configs import config_changes
 from ..model import KernelTrace, PassRecord, to_json
 from .terminal import TerminalRenderer, printable
 
@@ -100,7 +101,7 @@ def as_json(result: Comparison, a: tuple[str, KernelTrace], b: tuple[str, Kernel
         "changed_only_in_a": [ref(row.a) for row in result.changed_on_one_side(0)],
         "changed_only_in_b": [ref(row.b) for row in result.changed_on_one_side(1)],
         "same_source": result.same_source,
-        "configs": {key: {"a": va, "b": vb} for key, (va, vb) in config_difference(a[1], b[1]).items()},
+        "configs": config_changes(a[1], b[1]),
         "rows": [
             {"a": ref(row.a), "b": ref(row.b), "same_input": row.same_input, "same_output": row.same_output,
              "status": [None if p is None else to_json(p)["status"] for p in (row.a, row.b)]}

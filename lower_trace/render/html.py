@@ -22,7 +22,7 @@ from importlib import resources
 from typing import Any
 
 from ..analysis.compare import configs_of
-from ..analysis.timing import StepTime, kernel_totals
+from ..analysis.timing import BETWEEN, StepTime, kernel_totals
 from ..edit_outcome import EditStatus
 from ..model import CodegenRecord, KernelTrace, RunInfo, to_json
 from ..store import load_trace
@@ -103,6 +103,7 @@ def page_rules() -> dict[str, Any]:
     """Rules that exist in Python and in the page, injected so there is one source."""
     return {
         "unsafe": unsafe_class(),
+        "between": BETWEEN,  # what the compile time outside the steps is (the timing views)
         "edit": {status.value: {"text": EDIT_TEXT[status], "badge": status in EDIT_BADGED} for status in EditStatus},
     }
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import diff
+from ..analysis.configs import typed_configs
 from ..model import CodegenRecord, KernelTrace, PassRecord, PassStatus, Trace, to_json
 from .terminal import kernel_state
 
@@ -30,7 +31,7 @@ def kernel_json(kernel: KernelTrace) -> dict[str, Any]:
         "changed": kernel.changed_count,
         "failed": kernel.failed_count,
         "working_copy": kernel.working_copy,
-        "pass_configs": dict(kernel.pass_configs),
+        "pass_configs": typed_configs(kernel),  # JSON values (true, 32), not TVM's printed "T.bool(True)"
     }
 
 

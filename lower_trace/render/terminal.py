@@ -60,6 +60,11 @@ def status_label(step: PassRecord | CodegenRecord) -> str:
 _UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
+def plural(count: int, one: str, many: str = "") -> str:
+    """"1 kernel", "2 kernels", "1 pass", "3 passes" (many: the plural when it is not one + "s")."""
+    return f"{count} {one if count == 1 else many or one + 's'}"
+
+
 def printable(text: str) -> str:
     """One line of output: unsafe characters (line breaks included) shown as \\uXXXX, not obeyed."""
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

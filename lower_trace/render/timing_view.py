@@ -6,9 +6,9 @@ from collections.abc import Callable, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, TextIO
 
-from ..analysis.timing import StepTime, ir_lines, kernel_timing, run_timing, slowest
+from ..analysis.timing import BETWEEN, StepTime, compile_split, ir_lines, kernel_timing, run_timing, slowest
 from ..model import KernelTrace, PassRecord, PassStatus
-from .terminal import printable
+from .terminal import plural, printable
 
 TextOf = Callable[[str], str]
 SLOWEST = 10  # steps named under a kernel's table; names in a run's table
@@ -47,23 +47,23 @@ def write_kernel_table(out: TextIO, kernel: KernelTrace, text_of: TextOf) -> Non
 
 def write_run_table(out: TextIO, kernels: Sequence[KernelTrace], limit: int | None = 40) -> None:
     totals = run_timing(kernels)
-    everything = sum(t.self_ms for t in totals) or 1.0
-    compile_ms = sum(k.ms for k in kernels)
+    split = compile_split(kernels)
     out.write(
-        f"{len(kernels)} kernels: compile {compile_ms:.1f} ms in all, {everything:.1f} ms of it in passes and codegen (100%),"
-        f" {max(0.0, compile_ms - everything):.1f} ms between steps; step names by self time over every kernel\n"
+        f"{plural(len(kernels), 'kernel')}: compile {split.compile_ms:.1f} ms in all: {split.steps_ms:.1f} ms ({split.share(split.steps_ms):.1f}%)"
+        f" in passes and codegen, {split.between_ms:.1f} ms ({split.share(split.between_ms):.1f}%) {BETWEEN};"
+        f" step names by self time over every kernel, % of the compile\n"
     )
     shown = totals if limit is None else totals[:limit]
     width = max([24, *(len(t.name) for t in shown)])
     out.write(f"{'step':<{width}}  {'self ms':>10}  {'%':>6}  {'calls':>6}  {'kernels':>7}  {'slowest':>9}  where\n")
     for t in shown:
-        share = f"{100 * t.self_ms / everything:.1f}%"
+        share = f"{split.share(t.self_ms):.1f}%"
         out.write(
             f"{printable(t.name):<{width}}  {ms_text(t.self_ms):>10}  {share:>6}  {t.calls:>6}  {t.kernels:>7}"
             f"  {ms_text(t.max_self_ms):>9}  {t.max_kernel}/{t.max_seq}\n"
         )
     if len(shown) < len(totals):
-        out.write(f"... and {len(totals) - len(shown)} more step names (--json lists them all)\n")
+        out.write(f"... and {plural(len(totals) - len(shown), 'more step name')} (--json lists them all)\n")
 
 
 def kernel_timing_json(kernel: KernelTrace, text_of: TextOf) -> list[dict[str, Any]]:

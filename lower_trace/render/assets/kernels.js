@@ -2,8 +2,7 @@
 // The kernel index: one row per kernel, built once; filtering by name (substring or regex) and
 // by status only toggles rows, so a 1,000-kernel run stays quick.
 const LTIndex = (() => {
-  const { el } = LTText;
-  const plural = (n, one, many) => `${n} ${n === 1 ? one : many || one + "s"}`;
+  const { el, plural } = LTText;
 
   // The statuses the status filter knows a kernel by.
   function statusKeys(kernel, rules) {

@@ -4,7 +4,7 @@
 // prints them (integrations/tilelang_layouts.py); the page evaluates them over the buffer's
 // shape with the small evaluator below and draws the grid as SVG.
 const LTLayout = (() => {
-  const { el, svg } = LTText;
+  const { el, svg, plural } = LTText;
 
   // --- expressions: what TVM prints for index arithmetic -----------------------------------------
   // Python's operators and precedence; // and % round toward minus infinity (TVM's floordiv/floormod).
@@ -179,7 +179,6 @@ const LTLayout = (() => {
   }
 
   // One fragment: the facts, the expressions, the grid, and a thread to highlight.
-  const plural = (n, one) => `${n} ${one}${n === 1 ? "" : "s"}`;
 
   // One fragment: the facts, the expressions, the grid, and a thread to highlight (picked: shared
   // by the fragments of a pass, so switching buffers keeps the thread lit).

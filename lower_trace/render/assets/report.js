@@ -3,7 +3,7 @@
 // once everything is parsed: the run header, the index from the kernel blocks' summaries, and
 // a kernel's steps and snapshots when it is opened (its payload inflated then).
 async function ltReport() {
-  const { el, appendText } = LTText;
+  const { el, appendText, plural } = LTText;
   const { msText, statusOf, isCodegen } = LTView;
   const $ = (id) => document.getElementById(id);
   const page = LTBlocks.gather();
@@ -19,7 +19,6 @@ async function ltReport() {
     compare: null, // {a, b, view}: another kernel compared with the open one, in the detail pane
   };
   const view = LTView.create(state, page.rules, { select: (seq) => selectStep(seq) });
-  const plural = (n, one, many) => `${n} ${n === 1 ? one : many || one + "s"}`;
   const stepsOf = LTBlocks.stepsOf;
 
   // --- header -------------------------------------------------------------------

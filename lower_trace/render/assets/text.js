@@ -85,5 +85,8 @@ const LTText = (() => {
     return count;
   }
 
-  return { el, svg, appendText, appendMarked, matchRanges, countMatches, visible, UNSAFE };
+  // "1 kernel", "2 kernels", "1 pass", "3 passes": as render/terminal.py's plural.
+  const plural = (n, one, many) => `${n} ${n === 1 ? one : many || one + "s"}`;
+
+  return { el, svg, appendText, appendMarked, matchRanges, countMatches, visible, plural, rules, UNSAFE };
 })();

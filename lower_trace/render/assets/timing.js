@@ -5,7 +5,7 @@
 // from Python (analysis/timing.py: each step's "self" and "at", each summary's "timing");
 // the page only draws them. Clicking a bar opens that pass.
 const LTTiming = (() => {
-  const { el, svg } = LTText;
+  const { el, svg, plural, rules } = LTText;
   const ROW = 18, CHAR = 7.3, TOP = 26;
   const isCodegen = (step) => step.kind === "codegen";
   const labelOf = (step) => (isCodegen(step) ? `${step.role} codegen` : step.name);
@@ -119,16 +119,27 @@ const LTTiming = (() => {
     return [...merged.values()].sort((x, y) => y.self - x.self || (x.name < y.name ? -1 : 1));
   }
 
+  // The run's compile time and how much of it the steps took, as analysis/timing.py's compile_split
+  // (a kernel that did not finish: its steps' time); every % of the run chart is of the compile.
+  function compileSplit(kernels) {
+    let compile = 0, steps = 0;
+    for (const kernel of kernels) {
+      const own = Object.values(kernel.timing || {}).reduce((sum, entry) => sum + entry[1], 0);
+      compile += Math.max(kernel.ms || 0, own);
+      steps += own;
+    }
+    return { compile, steps, between: Math.max(0, compile - steps), share: (value) => (compile > 0 ? (100 * value) / compile : 0) };
+  }
+
   const SHOWN = 40;
   function runChart(kernels, open, all = false, room = 900) {
     const box = el("section", "timing");
     const totals = runTotals(kernels);
-    const compile = kernels.reduce((sum, k) => sum + (k.ms || 0), 0);
-    const selfSum = totals.reduce((sum, t) => sum + t.self, 0);
+    const split = compileSplit(kernels);
+    const pct = (value) => `${split.share(value).toFixed(1)}%`;
     box.appendChild(el("h2", "", "Timing · the run"));
-    const between = Math.max(0, compile - selfSum);
-    const facts = `${kernels.length} kernels · compile ${compile.toFixed(1)} ms in all, ${selfSum.toFixed(1)} ms of it in passes and codegen (100%), ${between.toFixed(1)} ms between steps`;
-    box.appendChild(el("div", "timing-facts muted", `${facts} · ${totals.length} step names, most self time first; a bar opens the slowest run of that step`));
+    const facts = `${plural(kernels.length, "kernel")} · compile ${split.compile.toFixed(1)} ms in all: ${split.steps.toFixed(1)} ms (${pct(split.steps)}) in passes and codegen, ${split.between.toFixed(1)} ms (${pct(split.between)}) ${rules.between}`;
+    box.appendChild(el("div", "timing-facts muted", `${facts} · ${plural(totals.length, "step name")}, most self time first, % of the compile; a bar opens the slowest run of that step`));
     const rows = all ? totals : totals.slice(0, SHOWN);
     const whereW = 64, fixed = 6 + 12 + 5 * COL + whereW;
     const names = nameRoom(Math.max(...rows.map((t) => t.name.length)), fixed, room);
@@ -146,10 +157,10 @@ const LTTiming = (() => {
       g.appendChild(svg("rect", { class: "row-bg", x: 0, y: 0, width, height: ROW }));
       g.appendChild(svg("text", { x: 6, y: 13, class: "name" }, cut(t.name, names.chars)));
       g.appendChild(svg("rect", { class: "self", x: barX, y: 3, width: Math.max(1, (t.self / top) * barW), height: ROW - 6 }));
-      const cells = [ms(t.self), selfSum ? `${((100 * t.self) / selfSum).toFixed(1)}%` : "", t.calls, t.kernels, ms(t.max)];
+      const cells = [ms(t.self), pct(t.self), t.calls, t.kernels, ms(t.max)];
       cells.forEach((text, k) => g.appendChild(svg("text", { x: numX + (k + 1) * COL - 4, y: 13, class: "num" }, text)));
       g.appendChild(svg("text", { x: numX + 5 * COL + 4, y: 13, class: "where" }, `${t.kernel}/${t.seq}`));
-      g.appendChild(svg("title", {}, `${t.name}: ${ms(t.self)} ms self over ${t.calls} calls in ${t.kernels} kernels; slowest ${ms(t.max)} ms in ${t.kernel} (step ${t.seq})`));
+      g.appendChild(svg("title", {}, `${t.name}: ${ms(t.self)} ms self over ${plural(t.calls, "call")} in ${plural(t.kernels, "kernel")}; slowest ${ms(t.max)} ms in ${t.kernel} (step ${t.seq})`));
       g.addEventListener("click", () => open(t.kernel, t.seq));
       chart.appendChild(g);
     });

@@ -252,12 +252,7 @@ const LTView = (() => {
     full.type = "button";
     if (!options.noFullIR) bar.appendChild(full);
     box.appendChild(bar);
-    const table = el("table", `diff ${state.mode}`);
-    const cols = el("colgroup");
-    for (const cls of state.mode === "split" ? ["no", "code", "no", "code"] : ["no", "no", "code"]) cols.appendChild(el("col", cls));
-    table.appendChild(cols);
-    table.appendChild(el("tbody"));
-    fillDiff(table.tBodies[0], rows);
+    const table = diffTable(rows);
     box.appendChild(table);
     full.addEventListener("click", () => {
       const shown = box.querySelector(".panes");
@@ -275,28 +270,57 @@ const LTView = (() => {
     return box;
   }
 
-  // Changed rows with CONTEXT lines around them; longer unchanged runs fold into one row.
-  function fillDiff(body, rows) {
+  // Side by side: a table per side, each scrolling sideways on its own, so IR lines keep one line
+  // each (wrapped, most would take two in half a pane). Rows are one line high on both sides, so
+  // row i of the old side stays level with row i of the new. Unified: one table, lines wrapped.
+  function diffTable(rows) {
+    const table = (cls, cols) => {
+      const node = el("table", `diff ${cls}`);
+      const group = node.appendChild(el("colgroup"));
+      for (const col of cols) group.appendChild(el("col", col));
+      node.appendChild(el("tbody"));
+      return node;
+    };
+    if (state.mode !== "split") {
+      const one = table("unified", ["no", "no", "code"]);
+      fillDiff([one.tBodies[0]], rows);
+      return one;
+    }
+    const box = el("div", "diff-split");
+    const sides = ["old", "new"].map((side) => {
+      const half = table(`split ${side}`, ["no", "code"]);
+      box.appendChild(el("div", `diff-side ${side}`)).appendChild(half);
+      return half.tBodies[0];
+    });
+    fillDiff(sides, rows);
+    return box;
+  }
+
+  // Changed rows with CONTEXT lines around them; longer unchanged runs fold into one row (per side).
+  function fillDiff(bodies, rows) {
     const near = new Uint8Array(rows.length);
     rows.forEach((row, i) => {
       if (row.tag !== "=") for (let j = Math.max(0, i - CONTEXT); j <= Math.min(rows.length - 1, i + CONTEXT); j++) near[j] = 1;
     });
     let i = 0;
     while (i < rows.length) {
-      if (near[i]) { addRow(body, rows[i]); i++; continue; }
+      if (near[i]) { addRow(bodies, rows[i]); i++; continue; }
       let end = i;
       while (end < rows.length && !near[end]) end++;
       const hidden = rows.slice(i, end);
-      const fold = el("tr", "fold");
-      const cell = el("td", "", `⋯ ${hidden.length} unchanged line${hidden.length === 1 ? "" : "s"} (click to show)`);
-      cell.colSpan = state.mode === "split" ? 4 : 3;
-      fold.appendChild(cell);
-      fold.addEventListener("click", () => {
-        const frag = document.createDocumentFragment();
-        for (const row of hidden) addRow(frag, row);
-        fold.replaceWith(frag);
+      const folds = bodies.map((body) => {
+        const fold = el("tr", "fold");
+        const cell = el("td", "", `⋯ ${hidden.length} unchanged line${hidden.length === 1 ? "" : "s"} (click to show)`);
+        cell.colSpan = bodies.length > 1 ? 2 : 3;
+        fold.appendChild(cell);
+        return body.appendChild(fold);
       });
-      body.appendChild(fold);
+      const open = () => {
+        const frags = folds.map(() => document.createDocumentFragment());
+        for (const row of hidden) addRow(frags, row);
+        folds.forEach((fold, k) => fold.replaceWith(frags[k]));
+      };
+      for (const fold of folds) fold.addEventListener("click", open);
       i = end;
     }
   }
@@ -309,17 +333,20 @@ const LTView = (() => {
     return td;
   }
 
-  function addRow(body, row) {
+  // bodies: the old and new sides (side by side), or the one unified table's.
+  function addRow(bodies, row) {
     const words = row.tag === "~" ? LTDiff.wordRanges(row.old, row.new) : null;
-    if (state.mode === "split") {
-      const tr = el("tr", `r${row.tag === "=" ? "eq" : "ch"}`);
-      tr.appendChild(el("td", "no", row.oldNo || ""));
-      tr.appendChild(codeCell(row.old, words && words[0], row.tag === "=" ? "" : row.old === undefined ? "empty" : "del"));
-      tr.appendChild(el("td", "no", row.newNo || ""));
-      tr.appendChild(codeCell(row.new, words && words[1], row.tag === "=" ? "" : row.new === undefined ? "empty" : "add"));
-      body.appendChild(tr);
+    if (bodies.length > 1) {
+      const cls = `r${row.tag === "=" ? "eq" : "ch"}`;
+      [[row.oldNo, row.old, "del"], [row.newNo, row.new, "add"]].forEach(([no, text, changed], k) => {
+        const tr = el("tr", cls);
+        tr.appendChild(el("td", "no", no || ""));
+        tr.appendChild(codeCell(text, words && words[k], row.tag === "=" ? "" : text === undefined ? "empty" : changed));
+        bodies[k].appendChild(tr);
+      });
       return;
     }
+    const body = bodies[0];
     const line = (tag, text, ranges, oldNo, newNo) => {
       const tr = el("tr", tag === " " ? "req" : "rch");
       tr.appendChild(el("td", "no", oldNo || ""));
