@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from ..diff import myers
 from ..model import CodegenRecord, KernelTrace, PassRecord, PassStatus
+from .configs import config_changes
 from .renaming import correspondence, identifiers, kernel_renames, rename, sorted_functions
 
 TextOf = Callable[[str], str]
@@ -145,16 +146,10 @@ class Normaliser:
         return found
 
 
-def configs_of(kernel: KernelTrace) -> dict[str, object]:
-    """The pass configs a kernel was compiled under (typed where the trace has them)."""
-    typed = kernel.context.get("configs") if isinstance(kernel.context, dict) else None
-    return dict(typed) if isinstance(typed, dict) else dict(kernel.pass_configs)
-
-
 def config_difference(a: KernelTrace, b: KernelTrace) -> dict[str, tuple[object, object]]:
-    """{config: (A's value, B's value)} where the two compiles' pass configs differ (None: not set)."""
-    ca, cb = configs_of(a), configs_of(b)
-    return {key: (ca.get(key), cb.get(key)) for key in sorted({*ca, *cb}) if ca.get(key) != cb.get(key)}
+    """{config: (A's value, B's value)} where the two compiles' pass configs differ (None: not set),
+    as JSON values (configs.py: typed where the trace has them, else read back from TVM's text)."""
+    return {key: (values["a"], values["b"]) for key, values in config_changes(a, b).items()}
 
 
 def short_name(name: str) -> str:

@@ -21,7 +21,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ..analysis.compare import configs_of
+from ..analysis.configs import typed_configs
 from ..analysis.timing import BETWEEN, StepTime, kernel_totals
 from ..edit_outcome import EditStatus
 from ..model import CodegenRecord, KernelTrace, RunInfo, to_json
@@ -182,7 +182,7 @@ def kernel_summary(kernel: KernelTrace, block: int, refs: list[int], times: list
         "steps": len(kernel.passes) + len(kernel.codegen),
         "error": error,
         "edits": edits,
-        "configs": configs_of(kernel),
+        "configs": typed_configs(kernel),
         # Per step name [calls, self ms, slowest self ms, its seq]: the run's timing table, without inflating payloads.
         "timing": kernel_totals(times),
         "block": block,
