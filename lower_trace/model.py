@@ -73,6 +73,8 @@ class FragmentLayout:
 
 
 CRASHED = "the process ended while this pass ran (a hard crash: abort, segfault, or kill)"
+# Known from a pass_open record only (no replay): which of its nested passes ran then is not recorded.
+CRASHED_NESTED = "the process ended while this pass or a pass nested in it ran (a hard crash: abort, segfault, or kill)"
 
 
 @dataclass(frozen=True)

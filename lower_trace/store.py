@@ -10,8 +10,8 @@ Layout (this module owns every name in it)::
             snapshots.jsonl   # {"digest", "text"} per line: each distinct IR / source text once
             report.html       # the run's report (render/)
 
-``trace.jsonl`` record types: ``run`` (first line), ``kernel``, ``pass``,
-``codegen``, ``kernel_end``, ``note`` (shapes: model.py). Records name snapshots by digest (20 hex
+``trace.jsonl`` record types: ``run`` (first line), ``kernel``, ``pass``, ``pass_start``
+(replay), ``pass_open``, ``codegen``, ``kernel_end``, ``note`` (shapes: model.py). Records name snapshots by digest (20 hex
 digits of BLAKE2b of the text). Both files are only ever appended to and every
 line is flushed when written, so a process killed half-way leaves a trace that
 loads (a torn last line is skipped). JSON is written ASCII-only, so any text
@@ -20,7 +20,8 @@ snapshot: appends are cheap, a 100-kernel run is two files, not thousands.
 
 Format history (bump FORMAT_VERSION and add a line for every change; the loader
 keeps reading every older version, see testing/fixtures):
-    1 -- first version.
+    1 -- first version. (pass_open records came later, without a bump: a reader that does not
+         know a record type skips it, and such a trace loads as it did before.)
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import Any
 
 from .model import (
     CRASHED,
+    CRASHED_NESTED,
     ErrorInfo,
     KernelStatus,
     KernelTrace,
@@ -336,16 +338,39 @@ def load_trace(path: str) -> Trace:
 
 
 def _crashed(entry: dict[str, Any]) -> list[PassRecord]:
-    """Passes a replay-enabled run started (pass_start) and never recorded: the process died in them."""
+    """Passes the process died in: started (pass_start, replay) or known to run (pass_open: written
+    when their first nested pass started) and never recorded. Each gets its time so far: what its
+    record says (its time before its first nested pass; 0 for a pass_start) plus its recorded
+    nested passes' time -- up to the end of the last nested pass recorded, the gaps between them
+    left out (they are not measured), so at least that long."""
     done = {p.seq for p in entry["passes"]}
-    started = [p for p in entry.pop("opened", []) if p.seq not in done]
-    # The deepest one was running; the ones around it had not finished either.
-    crashed = max(started, key=lambda p: (p.depth, p.seq), default=None)
-    return [
-        replace(p, status=PassStatus.INCOMPLETE, error=ErrorInfo("Crashed", CRASHED if p is crashed else f"did not finish: nested pass {crashed.name} crashed"))
-        for p in started
-        if crashed is not None
-    ]
+    started: dict[int, tuple[PassRecord, bool]] = {}
+    for p, late in entry.pop("opened", []):
+        if p.seq not in done and (p.seq not in started or not late):
+            started[p.seq] = (p, late)  # a pass_start knows more than a pass_open
+    # The deepest one was running (or, known from a pass_open, something nested in it); the ones around it had not finished.
+    crashed = max((p for p, _ in started.values()), key=lambda p: (p.depth, p.seq), default=None)
+    if crashed is None:
+        return []
+    ms = {p.seq: p.ms for p in entry["passes"]}
+    nested: dict[int, list[PassRecord]] = {}
+    for p in entry["passes"]:
+        if p.parent is not None:
+            nested.setdefault(p.parent, []).append(p)
+    out = []
+    for p, late in sorted(started.values(), key=lambda item: -item[0].depth):  # innermost first: their time counts in their parent's
+        ms[p.seq] = p.ms + sum(ms[c.seq] for c in nested.get(p.seq, ()))
+        if p is not crashed:
+            message = f"did not finish: nested pass {crashed.name} crashed"
+        elif late:
+            last = max(nested.get(p.seq, ()), key=lambda c: c.seq, default=None)
+            message = CRASHED_NESTED + (f"; the last nested pass recorded: {last.seq} {last.name}" if last else "")
+        else:
+            message = CRASHED
+        out.append(replace(p, status=PassStatus.INCOMPLETE, ms=round(ms[p.seq], 3), error=ErrorInfo("Crashed", message)))
+        if p.parent is not None:
+            nested.setdefault(p.parent, []).append(out[-1])
+    return out
 
 
 def _add_record(kernels: dict[str, dict[str, Any]], notes: list[str], record: dict[str, Any]) -> None:
@@ -355,7 +380,7 @@ def _add_record(kernels: dict[str, dict[str, Any]], notes: list[str], record: di
     if kind == "note":
         notes.append(str(record.get("text", "")))
         return
-    if kind not in ("kernel", "pass", "pass_start", "codegen", "kernel_end"):
+    if kind not in ("kernel", "pass", "pass_start", "pass_open", "codegen", "kernel_end"):
         return  # a record type a newer writer added: nothing this reader knows
     entry = kernels.get(kernel_id) or {"kernel_id": kernel_id, "name": kernel_id, "passes": [], "codegen": []}
     if kind == "kernel":
@@ -364,8 +389,8 @@ def _add_record(kernels: dict[str, dict[str, Any]], notes: list[str], record: di
                 entry[key] = convert(record[key])
     elif kind == "pass":
         entry["passes"].append(_checked(pass_from_json(record)))
-    elif kind == "pass_start":
-        entry.setdefault("opened", []).append(_checked(pass_from_json({**record, "status": "incomplete"})))
+    elif kind in ("pass_start", "pass_open"):
+        entry.setdefault("opened", []).append((_checked(pass_from_json({**record, "status": "incomplete"})), kind == "pass_open"))
     elif kind == "codegen":
         entry["codegen"].append(_checked(codegen_from_json(record)))
     else:

@@ -82,6 +82,38 @@ def test_a_run_killed_half_way_still_loads(tmp_path):
     assert trace.snapshot(passes[-1].before) == IR_B
 
 
+@pytest.mark.parametrize("kind", ["pass_open", "pass_start"])
+def test_passes_open_when_the_run_was_killed_load_as_incomplete_with_their_time_so_far(tmp_path, kind):
+    """pass_open (written when a pass's first nested pass starts) or pass_start (replay) without
+    its pass record: the pass is incomplete, its nested passes under it, its time what its record
+    says plus its recorded nested passes' (a pass_start says 0)."""
+    writer = TraceWriter(str(tmp_path), RunInfo(run_id="r", started=0.0, script="s"))
+    lead = {"pass_open": 2.0, "pass_start": 0.0}[kind]
+    records = [
+        ("pass", PassRecord(kernel="k1", seq=0, name="tl.Simplify", status=PassStatus.UNCHANGED, ms=9.0)),
+        (kind, PassRecord(kernel="k1", seq=1, name="outer", status=PassStatus.INCOMPLETE, ms=lead)),
+        ("pass", PassRecord(kernel="k1", seq=2, name="a", status=PassStatus.CHANGED, depth=1, parent=1, ms=1.5)),
+        (kind, PassRecord(kernel="k1", seq=3, name="inner", status=PassStatus.INCOMPLETE, depth=1, parent=1, ms=lead)),
+        ("pass", PassRecord(kernel="k1", seq=4, name="b", status=PassStatus.UNCHANGED, depth=2, parent=3, ms=0.25)),
+        # A pass that was open and then finished: its pass record stands.
+        (kind, PassRecord(kernel="k1", seq=5, name="done", status=PassStatus.INCOMPLETE, depth=2, parent=3, ms=lead)),
+        ("pass", PassRecord(kernel="k1", seq=5, name="done", status=PassStatus.CHANGED, depth=2, parent=3, ms=0.5)),
+    ]
+    for record_type, record in records:
+        writer.append(record_type, to_json(record))
+    writer.close()
+    passes = {p.seq: p for p in load_trace(str(tmp_path)).kernels[0].passes}
+    assert sorted(passes) == [0, 1, 2, 3, 4, 5] and passes[5].status is PassStatus.CHANGED
+    outer, inner = passes[1], passes[3]
+    assert (outer.status, outer.depth, outer.parent, inner.status, inner.depth, inner.parent) == (PassStatus.INCOMPLETE, 0, None, PassStatus.INCOMPLETE, 1, 1)
+    assert inner.ms == lead + 0.25 + 0.5 and outer.ms == lead + 1.5 + inner.ms
+    assert outer.error == ErrorInfo("Crashed", "did not finish: nested pass inner crashed")
+    if kind == "pass_start":  # replay: a pass_start is written before each pass, so the deepest one is the pass that ran
+        assert inner.crashed
+    else:  # only passes with nested passes get a pass_open: the one that ran may be nested in it
+        assert not inner.crashed and inner.error.message.endswith("; the last nested pass recorded: 5 done")
+
+
 def test_any_text_survives_the_round_trip(tmp_path):
     writer = TraceWriter(str(tmp_path), RunInfo(run_id="r", started=0.0, script="s"))
     nasty = "</script><!-- \u2028\u2029 \ud800 \x00 \u202e é 中"

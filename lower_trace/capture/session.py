@@ -89,6 +89,7 @@ class OpenPass:
     input: str = ""  # digest of the input's TVM JSON, when kept (replay)
     ordinal: int = 0  # its number among the passes lower-trace bisect counts
     call: PassCall | None = None  # the arguments Python built it with, when its factory takes some
+    announced: bool = False  # a pass_open record says it is running (see _announce)
 
 
 def error_info(error: BaseException, with_traceback: bool = True) -> ErrorInfo:
@@ -261,6 +262,11 @@ class CompileSession:
         self._ordinal = 0
         if self.replay:
             self._keep_input(open_pass)
+        if parent is not None:
+            if not parent.announced:
+                self._announce(parent, entered)
+            else:
+                self.worker.kick()  # its earlier nested passes' records reach the disk while this one runs
         open_pass.started = time.perf_counter()  # the pass's own time, without the tracer's
         if parent is not None:
             self._tracer_ms += (open_pass.started - entered) * 1000.0
@@ -282,6 +288,17 @@ class CompileSession:
             self.run.store_ir(ref.ir, text, now=True)
         open_pass.input = ref.ir
         self.run.append_record_now("pass_start", self._pass_record(open_pass, "", 0.0, PassStatus.INCOMPLETE, None))
+
+    def _announce(self, parent: OpenPass, now: float) -> None:
+        """The first pass nested in `parent` is starting: a pass_open record says `parent` runs, with its
+        time so far, so a process killed inside it leaves it in the trace (incomplete, around its nested
+        passes). Once per pass that has nested passes (three per GEMM), urgent: the record is written
+        while the nested pass runs, not when the batch is full."""
+        parent.announced = True
+        if parent.input or not self.run.config.writes_trace:
+            return  # replay: its pass_start is on disk already; terminal mode: no trace to write
+        so_far = max(0.0, (now - parent.started) * 1000.0 - (self._tracer_ms - parent.tracer_ms))
+        self.worker.submit(lambda: self.run.append_record("pass_open", self._pass_record(parent, "", so_far, PassStatus.INCOMPLETE, None)), urgent=True)
 
     def pass_finished(self, open_pass: OpenPass, mod: Any) -> None:
         finished = time.perf_counter()

@@ -96,7 +96,10 @@ def kernel_state(kernel: KernelTrace) -> str:
 
 
 def _ms(record: PassRecord) -> str:
-    """A failed pass has no meaningful time: it ends when TVM has built the error."""
+    """A failed pass has no meaningful time: it ends when TVM has built the error. A pass a killed
+    run left open has the time it had run (store.load_trace computes it): "so far"."""
+    if record.status is PassStatus.INCOMPLETE and record.ms > 0:
+        return f"{record.ms:.2f} ms so far"
     return "" if record.status in (PassStatus.FAILED, PassStatus.INCOMPLETE) else f"{record.ms:.2f} ms"
 
 

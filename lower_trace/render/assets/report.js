@@ -106,7 +106,7 @@ async function ltReport() {
       const counts = step.status === "changed" ? LTDiff.stats(view.rowsOf(kernel, step)) : null;
       row.appendChild(el("span", "add", counts ? `+${counts.added}` : ""));
       row.appendChild(el("span", "del", counts ? `−${counts.removed}` : ""));
-      row.appendChild(el("span", "ms", msText(step)));
+      row.appendChild(el("span", "ms", msText(step, true)));
       const count = hits && hits.get(step.seq);
       if (count) row.appendChild(el("span", "badge", count));
       frag.appendChild(row);

@@ -6,8 +6,11 @@ const LTView = (() => {
   const CONTEXT = 3;
   const rowsCache = new Map();
   const isCodegen = (step) => step.kind === "codegen";
-  // A failed pass has no meaningful time: it ends when TVM has finished building the error.
-  const msText = (step) => (step.status === "failed" || step.status === "incomplete" ? "" : `${(step.ms || 0).toFixed(2)} ms`);
+  // A failed pass has no meaningful time: it ends when TVM has finished building the error. A pass a
+  // killed run left open has the time it had run at least (the trace's loader computes it); brief: the list's narrow column.
+  const msText = (step, brief = false) =>
+    step.status === "incomplete" && step.ms > 0 ? (brief ? `≥${step.ms.toFixed(2)} ms` : `${step.ms.toFixed(2)} ms so far`)
+      : step.status === "failed" || step.status === "incomplete" ? "" : `${(step.ms || 0).toFixed(2)} ms`;
   const statusOf = (step) => (isCodegen(step) ? "codegen" : step.status);
   const titleOf = (step) => (isCodegen(step) ? `${step.role} codegen · ${step.function}` : step.name);
   // Set by create(): the page's state (mode, regex) and the rules Python injected.
