@@ -133,6 +133,7 @@ class Config:
     replay_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_REPLAY: said once
     bisect: BisectPlan | None = None  # which passes to run (lower-trace bisect's children only)
     script: str = ""  # the script folder's name; "" = the running script's (the pytest plugin names a test's)
+    title: str = ""  # what the run is called in the report and the CLI ("": the script folder's name)
     # Not settings but where they came from: enable() with the same settings is still a no-op.
     filter_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_FILTER: said once, view unfiltered
     origin: str = field(default="env", compare=False)  # env, api (enable/trace) or cli (lower-trace run)
@@ -234,7 +235,9 @@ def default_trace_dir() -> str:
     return os.environ.get(ENV_DIR, "").strip() or DEFAULT_TRACE_DIR
 
 
-def make_config(mode: str | None = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None, script: str = "") -> Config:
+def make_config(
+    mode: str | None = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None, script: str = "", title: str = ""
+) -> Config:
     """Build a Config for the Python API; an unset trace_dir (or replay) falls back to the environment."""
     parsed = parse_mode(mode) if mode is not None else None
     live_filter, filter_error = _filter_from(os.environ)
@@ -242,7 +245,8 @@ def make_config(mode: str | None = "html", trace_dir: str | os.PathLike | None =
     if replay is None:
         replay, replay_error = _replay_from(os.environ)
     base = Config(
-        mode=parsed, live_filter=live_filter, filter_error=filter_error, origin="api", replay=bool(replay), replay_error=replay_error, script=script
+        mode=parsed, live_filter=live_filter, filter_error=filter_error, origin="api", replay=bool(replay), replay_error=replay_error, script=script,
+        title=title,
     )
     if trace_dir is not None:
         return replace(base, trace_dir=os.fspath(trace_dir), trace_dir_given=True, dir_origin="api")
