@@ -27,7 +27,7 @@ def current_run() -> TraceRun | None:
 
 
 def enable(
-    mode: str = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None, script: str = "",
+    mode: str = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None, script: str = "", title: str = "",
     codegen_output: str | os.PathLike | None = "",
 ) -> TraceRun:
     """Trace every TileLang compile from now on (idempotent).
@@ -36,12 +36,13 @@ def enable(
     trace_dir: where traces go; default TL_LOWER_TRACE_DIR or ./tmp/lower_trace_dir.
     replay: keep every pass's input for `lower-trace replay` (default TL_LOWER_TRACE_REPLAY, off).
     script: the name of the run's folder under trace_dir (default: the running script's name).
+    title: what the report and the CLI call the run (default: that folder's name), shown as given.
     codegen_output: a file that holds the first kernel's editable generated source (as well as
     its working copy in edits/); None: no working copies at all (default: working copies in edits/).
     Calling it again with the same settings does nothing; with other settings it
     closes the current run and starts a new one.
     """
-    config = make_config(mode, trace_dir, replay, safe_component(script, "python") if script else "", codegen_output)
+    config = make_config(mode, trace_dir, replay, safe_component(script, "python") if script else "", title, codegen_output)
     if not config.enabled:
         disable()
         raise ValueError(f"enable() needs a mode that turns tracing on, not {mode!r}; call disable() to switch off")
@@ -104,10 +105,12 @@ def disable() -> None:
 
 
 @contextmanager
-def trace(mode: str = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None, script: str = "") -> Iterator[TraceRun]:
+def trace(
+    mode: str = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None, script: str = "", title: str = ""
+) -> Iterator[TraceRun]:
     """Trace the compiles inside the block into a run of their own; the previous state comes back after."""
     previous = _run.config if _run is not None else None
-    run = enable(mode, trace_dir, replay, script)
+    run = enable(mode, trace_dir, replay, script, title)
     if previous is not None and run.config == previous:
         run = reset() or run  # a run of its own even when the same tracing was already on
     try:

@@ -10,7 +10,7 @@ import time
 import warnings
 from collections.abc import Callable
 from types import CodeType, ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from . import __version__
 from .cli_answers import cmd_blame, cmd_diff, print_json, show_timing
@@ -243,18 +243,26 @@ def cmd_list(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"schema": 1, "runs": [_run_entry(run_dir) for run_dir in runs]})
             return 0
+        loaded: list[tuple[str, Any]] = []
         for run_dir in runs:
             try:
-                trace = load_trace(run_dir)
+                loaded.append((run_dir, load_trace(run_dir)))
             except TraceNotFound as exc:
-                print(f"{'(unreadable)':<19}  {printable(str(exc))}")
+                loaded.append((run_dir, exc))
+        # A titled run (a test of pytest --lower-trace) shows its title: the node id, as pytest names the test.
+        titles = {run_dir: printable(t.run.title) for run_dir, t in loaded if not isinstance(t, TraceNotFound) and t.run.title}
+        width = max(map(len, titles.values()), default=0)
+        for run_dir, trace in loaded:
+            if isinstance(trace, TraceNotFound):
+                print(f"{'(unreadable)':<19}  {printable(str(trace))}")
                 continue
             started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(trace.run.started))
             states = [kernel_state(k) for k in trace.kernels]
             failed = sum(1 for state in states if state in ("failed", "compile failed"))
             unfinished = states.count("did not finish")
             count = len(states)
-            line = f"{started}  {count:>3} {'kernel ' if count == 1 else 'kernels'} {failed:>2} failed  {printable(run_dir)}"
+            title = f"{titles.get(run_dir, ''):<{width}}  " if width else ""
+            line = f"{started}  {count:>3} {'kernel ' if count == 1 else 'kernels'} {failed:>2} failed  {title}{printable(run_dir)}"
             print(line + (f"  ({unfinished} did not finish)" if unfinished else ""))
         return 0
     trace = load_trace(args.trace)
@@ -264,7 +272,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         print_json(listing(trace, args.passes))
         return 0
     run = trace.run
-    print(f"run {printable(run.run_id)}  script {printable(run.script)}  {printable(trace.path)}")
+    named = printable(run.title) if run.title else f"script {printable(run.script)}"
+    print(f"run {printable(run.run_id)}  {named}  {printable(trace.path)}")
     for kernel in trace.kernels:
         state = kernel_state(kernel)
         count = len(kernel.passes)
@@ -295,10 +304,13 @@ def _run_entry(run_dir: str) -> dict[str, object]:
     except TraceNotFound as exc:
         return {"path": run_dir, "error": str(exc)}
     states = [kernel_state(k) for k in trace.kernels]
-    return {
+    entry: dict[str, object] = {
         "path": run_dir, "run_id": trace.run.run_id, "started": trace.run.started, "kernels": len(states),
         "failed": sum(1 for state in states if state in ("failed", "compile failed")), "unfinished": states.count("did not finish"),
     }
+    if trace.run.title:
+        entry["title"] = trace.run.title
+    return entry
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -356,8 +368,12 @@ def _script_dirs(path: str) -> list[str]:
 
 def cmd_edits(args: argparse.Namespace) -> int:
     """List the editable generated sources (working copies): which kernel variant each is
-    for, and whether you edited it; or --reset one kernel's (or one file's)."""
+    for, whether you edited it, and whether it is stale (its edit failed to compile, or the
+    kernel's code moved on without it); or --reset one kernel's (or one file's)."""
+    from .edit_entries import CODE_CHANGED as STALE_CODE
+    from .edit_entries import FAILED as STALE_FAILED
     from .override import EditStore
+    from .render.terminal import printable
 
     stores = [EditStore(folder) for folder in _script_dirs(args.trace)]
     if not stores:
@@ -376,14 +392,24 @@ def cmd_edits(args: argparse.Namespace) -> int:
         for path, backup in done:
             print(f"{path}: back to the generated source" + (f" (your edit is saved in {backup})" if backup else ""))
         return 0
+    stale = set()
     for store in stores:
         entries = store.entries()
-        print(store.root)
+        print(printable(store.root))
         width = max([len(e["file"]) for e in entries] + [12])
-        kernel_width = max([len(e["kernel"]) for e in entries] + [6])
+        kernel_width = max([len(printable(e["kernel"])) for e in entries] + [6])
+        marks = {e["file"]: f"stale: {e['stale']}" if e["stale"] else "" for e in entries}
+        mark_width = max(len(m) for m in marks.values()) if entries else 0
         for entry in entries:
-            # What tells the copy apart: its literals (constants, tiles) or its buffers.
-            print(f"  {entry['file']:<{width}}  {entry['kernel']:<{kernel_width}}  {entry['role']:<6}  {entry['state']:<12}  {entry['variant']}")
+            # What tells the copy apart: its literals (constants, tiles), its code or its buffers.
+            mark = f"{marks[entry['file']]:<{mark_width}}  " if mark_width else ""
+            kernel, variant = printable(entry["kernel"]), printable(entry["variant"])
+            print(f"  {entry['file']:<{width}}  {kernel:<{kernel_width}}  {entry['role']:<6}  {entry['state']:<12}  {mark}{variant}")
+        stale.update(e["stale"] for e in entries if e["stale"])
+    if STALE_FAILED in stale:
+        print(f"{STALE_FAILED}: the last compile with this edit, as the file is now, failed; fix it, or `lower-trace edits --reset FILE`")
+    if STALE_CODE in stale:
+        print(f"{STALE_CODE}: the kernel's code changed and this variant was not compiled since; compiled with the new code, it takes this copy over")
     return 0
 
 

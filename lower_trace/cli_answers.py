@@ -72,7 +72,7 @@ def cmd_blame(args: argparse.Namespace) -> int:
     PATTERN, which pass introduced the lines it matches, which later passes changed them, and
     which removed them."""
     from .analysis.blame import blame_lines, final_text, functions, history, pattern_history
-    from .render.terminal import printable
+    from .render.terminal import printable, printable_line
 
     if args.pattern is None and not os.path.exists(args.trace) and os.sep not in args.trace:
         args.trace, args.pattern = default_trace_dir(), args.trace  # `blame -k gemm REGEX`: the default folder
@@ -137,7 +137,7 @@ def cmd_blame(args: argparse.Namespace) -> int:
         return 0
     width = min(36, max((len(who(line.by)) for line in lines), default=8))
     for line in lines:
-        print(f"{who(line.by)[:width]:<{width}} | {printable(line.text)}")
+        print(f"{who(line.by)[:width]:<{width}} | {printable_line(line.text)}")
     return 0
 
 

@@ -133,6 +133,7 @@ class Config:
     replay_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_REPLAY: said once
     bisect: BisectPlan | None = None  # which passes to run (lower-trace bisect's children only)
     script: str = ""  # the script folder's name; "" = the running script's (the pytest plugin names a test's)
+    title: str = ""  # what the run is called in the report and the CLI ("": the script folder's name)
     # enable(codegen_output=...): "" = working copies in edits/ (the default), None = no working copies,
     # a path = the first kernel's working copy is kept there too (edit_alias.py).
     codegen_output: str | None = ""
@@ -238,7 +239,7 @@ def default_trace_dir() -> str:
 
 
 def make_config(
-    mode: str | None = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None, script: str = "",
+    mode: str | None = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None, script: str = "", title: str = "",
     codegen_output: str | os.PathLike | None = "",
 ) -> Config:
     """Build a Config for the Python API; an unset trace_dir (or replay) falls back to the environment."""
@@ -250,6 +251,7 @@ def make_config(
     base = Config(
         mode=parsed, live_filter=live_filter, filter_error=filter_error, origin="api", replay=bool(replay), replay_error=replay_error, script=script,
         codegen_output=None if codegen_output is None else os.path.abspath(os.fspath(codegen_output)) if codegen_output else "",
+        title=title,
     )
     if trace_dir is not None:
         return replace(base, trace_dir=os.fspath(trace_dir), trace_dir_given=True, dir_origin="api")

@@ -43,6 +43,7 @@ class RunInfo:
     run_id: str
     started: float
     script: str
+    title: str = ""  # what the run is called where it is shown ("": its script); pytest's node id of a test
     argv: tuple[str, ...] = ()
     pid: int = 0
     mode: str = "html"

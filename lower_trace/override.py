@@ -35,11 +35,11 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import time
 from collections.abc import Iterator
 from typing import Any
 
+from .edit_entries import CODE_CHANGED, FAILED, left_behind, migrate, text_digest, valid
 from .edit_outcome import EditOutcome, EditStatus
 from .paths import safe_component
 from .store import EDITS
@@ -50,8 +50,6 @@ VARIANTS = ".variants"
 INDEX = "index.json"
 JOURNAL = "index.log"
 FORMAT = 2  # 1 (no "format" key): {"kernel|signature|role": {file, kernel, role, language}}
-_SAFE_FILE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")  # one plain name inside edits/, never a path
-_HEX = re.compile(r"[0-9a-f]{32}")
 EXTENSIONS = {"cuda": ".cu", "hip": ".hip", "c": ".c", "metal": ".metal", "wgsl": ".wgsl", "python": ".py"}
 SUCCESSOR_SIMILARITY = 0.5  # changed code takes over a variant's copy only if it is mostly that code
 _HISTORY = 8  # older codes remembered per working copy
@@ -147,7 +145,7 @@ class EditStore:
         else:  # format 1: one copy per kernel, signature and role; they become copies to match
             self._rewrite = bool(data)
             for order, (key, entry) in enumerate(sorted(data.items(), key=lambda item: str(item[0])), start=-len(data)):
-                migrated = _migrate(key, entry, order)
+                migrated = migrate(key, entry, order)
                 if migrated is not None:
                     self._apply(entry["file"], migrated)
 
@@ -172,7 +170,7 @@ class EditStore:
 
     def _apply(self, name: str, entry: Any) -> None:
         """Take one entry into memory (a hand-edited index must not break the compile)."""
-        entry = _valid(name, entry)
+        entry = valid(name, entry)
         if entry is None:
             return
         previous = self._copies.get(name)
@@ -197,7 +195,7 @@ class EditStore:
             self._links.setdefault((group, entry["skeleton"]), set()).update(entry["from"])
             self._ref_of.setdefault(entry["skeleton"], entry["reference"])
         self._fresh.add(name)
-        self._order = max(self._order, entry["order"] + 1)
+        self._order = max(self._order, entry["order"] + 1, entry["taken"] + 1)
 
     def _save(self, name: str) -> None:
         """Record one changed entry: a line appended, or the whole index now and then."""
@@ -367,7 +365,10 @@ class EditStore:
         base = analyse(self._ref_text(reference) or variant.text).constants
         differs = {str(i): c for i, (c, b) in enumerate(zip(variant.constants, base)) if c != b}
         entry: dict[str, object] = dict(kernel=kernel, signature=signature, role=role, language=language, variant=variant.key, skeleton=variant.skeleton)
+        # `taken` orders take-overs (which code the kernel left, see left_behind); a failed edit stays failed.
+        failed = self._copies[name]["failed"] if name in self._copies else ""
         entry.update({"reference": reference, "constants": differs, "config": variant.config, "order": order, "from": history})
+        entry.update(taken=self._order, failed=failed)
         self._apply(name, entry)
 
     def _reference_for(self, variant: Variant) -> str:
@@ -454,15 +455,35 @@ class EditStore:
         _write(working_path, latest)
         return EditOutcome(EditStatus.CONFLICT, working_path, latest, backup, base)
 
+    def compiled(self, path: str, failed: bool, text: str | None = None) -> None:
+        """A compile that used the edit in `path` (PATCHED) ended: remember a failure in the index,
+        forget it once that text compiles. text is what was compiled (None: the file as it is now)."""
+        name = os.path.basename(path)
+        if os.path.dirname(os.path.abspath(path)) != os.path.abspath(self.root):
+            return
+        with self._locked():
+            self._refresh()
+            entry = self._copies.get(name)
+            if entry is None:
+                return
+            if text is None:
+                text = _read(path)
+            digest = text_digest(text) if text is not None else ""
+            mark = digest if failed else ("" if entry["failed"] == digest else entry["failed"])
+            if mark != entry["failed"]:
+                self._apply(name, {**entry, "failed": mark})
+                self._save(name)
+
     def _edited_siblings(self, kernel: str, name: str) -> tuple[str, ...]:
         """The kernel's other edited copies; read once per run, then kept up to date here."""
         if kernel not in self._edited:
-            self._edited[kernel] = {f for f, e in self._copies.items() if e["kernel"] == kernel and self._state(f) == "edited"}
+            mine = [f for f, e in self._copies.items() if e["kernel"] == kernel]
+            self._edited[kernel] = {f for f in mine if self._state(f, _read(os.path.join(self.root, f))) == "edited"}
         found = sorted(self._edited[kernel] - {name}, key=lambda f: self._copies[f]["order"] if f in self._copies else 0)
         return tuple(os.path.join(self.root, f) for f in found)
 
-    def _state(self, name: str) -> str:
-        working = _read(os.path.join(self.root, name))
+    def _state(self, name: str, working: str | None) -> str:
+        """as generated, edited or missing: the working copy's text against its baseline."""
         if working is None:
             return "missing"
         return "edited" if working != _read(os.path.join(self.root, BASELINE, name)) else "as generated"
@@ -483,7 +504,13 @@ class EditStore:
 
     def entries(self) -> list[dict[str, Any]]:
         """Every working copy: kernel, signature, role, language, file, path, state (as generated /
-        edited / missing), and `variant`: what tells it apart from the kernel's other copies."""
+        edited / missing), `variant`: what tells it apart from the kernel's other copies, and
+        `stale`: why its variant no longer compiles as it stands ("" when it does):
+
+        - FAILED: the last compile that used this edit, exactly as the file holds it now, failed;
+        - CODE_CHANGED: the kernel's code changed and this variant has not been compiled since
+          (edit_entries.left_behind): the copy belongs to no code compiled any more.
+        """
         if not os.path.isdir(self.root):
             return []
         self._refresh()
@@ -491,13 +518,21 @@ class EditStore:
         for group, names in self._groups.items():
             entries = [self._copies[name] for name in names]
             told = tell_apart([(n, e["skeleton"], self._ref_text(e["reference"]), self._constants(e), e["config"]) for n, e in zip(names, entries)])
-            shared = sum(1 for g in self._groups if g[0] == group[0] and g[2] == group[2]) > 1
+            behind = left_behind(dict(zip(names, entries)))
+            others = [g for g in self._groups if g[0] == group[0] and g[2] == group[2] and g != group]
             for name, entry in zip(names, entries):
-                parts = [entry["signature"]] if shared or len(names) == 1 else []
+                parts = [entry["signature"]] if others or len(names) == 1 else []
+                if any(g[1] == group[1] for g in others):  # the same buffers in another language
+                    parts.append(f"for {group[3]}")
                 parts.append(told.get(name, "") if entry["variant"] else "from an older lower-trace, not matched to a variant yet")
                 row = {key: entry[key] for key in ("kernel", "signature", "role", "language")}
-                row.update(file=name, path=os.path.join(self.root, name), state=self._state(name), variant="; ".join(p for p in parts if p))
+                working = _read(os.path.join(self.root, name))
+                state = self._state(name, working)
+                stale = FAILED if entry["failed"] and working is not None and text_digest(working) == entry["failed"] else ""
+                row.update(file=name, path=os.path.join(self.root, name), state=state, variant="; ".join(p for p in parts if p))
+                row["stale"] = stale or (CODE_CHANGED if name in behind else "")
                 out.append(row)
+        _tell_rows_apart(out, self._copies)
         return sorted(out, key=lambda row: (row["kernel"], self._copies[row["file"]]["order"]))
 
     def reset(self, kernel: str) -> list[tuple[str, str]]:
@@ -523,37 +558,17 @@ class EditStore:
         return done
 
 
-def _valid(name: Any, entry: Any) -> dict[str, Any] | None:
-    """A well-formed entry (format 2), or None."""
-    if not isinstance(name, str) or not _SAFE_FILE.fullmatch(name) or not isinstance(entry, dict):
-        return None
-    strings = ("kernel", "signature", "role", "language", "variant", "skeleton", "reference", "config")
-    if not all(isinstance(entry.get(key), str) for key in strings) or not isinstance(entry.get("order"), int):
-        return None
-    if entry["variant"] and not all(_HEX.fullmatch(entry[key]) for key in ("variant", "skeleton", "reference")):
-        return None
-    constants, history = entry.get("constants"), entry.get("from")
-    if not isinstance(constants, dict) or not all(isinstance(k, str) and k.isdigit() and isinstance(v, str) for k, v in constants.items()):
-        return None
-    if not isinstance(history, list) or not all(isinstance(code, str) for code in history):
-        return None
-    return {**{key: entry[key] for key in strings}, "constants": dict(constants), "order": entry["order"], "from": list(history)}
-
-
-def _migrate(key: Any, entry: Any, order: int) -> dict[str, Any] | None:
-    """A format-1 entry ("kernel|signature|role" -> file, kernel, role, language) as a copy
-    with no variant yet: the first variant it fits takes it over."""
-    if not isinstance(key, str) or not isinstance(entry, dict):
-        return None
-    kernel, role, language = entry.get("kernel"), entry.get("role"), entry.get("language", "")
-    if not all(isinstance(v, str) for v in (kernel, role, language)) or not isinstance(entry.get("file"), str):
-        return None
-    head, tail = f"{kernel}|", f"|{role}"
-    if not (key.startswith(head) and key.endswith(tail) and len(key) >= len(head) + len(tail)):
-        return None
-    signature = key[len(head) : len(key) - len(tail)]
-    unknown = dict.fromkeys(("variant", "skeleton", "reference", "config"), "")
-    return {"kernel": kernel, "signature": signature, "role": role, "language": language, **unknown, "constants": {}, "order": order, "from": []}
+def _tell_rows_apart(rows: list[dict[str, Any]], copies: dict[str, dict[str, Any]]) -> None:
+    """Copies of one kernel and role whose descriptions are still alike (their stored TIR is
+    gone, or what tells them apart was cut short) add their variant's key."""
+    seen: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        seen.setdefault((row["kernel"], row["role"], row["variant"]), []).append(row)
+    for alike in seen.values():
+        if len(alike) > 1:
+            for row in alike:
+                key = copies[row["file"]]["variant"]
+                row["variant"] = "; ".join(p for p in (row["variant"], f"variant {key[:10]}" if key else "") if p)
 
 
 def _stat(path: str) -> tuple[int, int, int] | None:

@@ -3,7 +3,9 @@ into a run of its own, keeps the traces of failing tests (all with --lower-trace
 puts the report's path in the failure's section of pytest's output.
 
 A test's runs are a script folder of their own, named after the test, in <dir>/pytest (so
-``lower-trace list <dir>/pytest`` shows the latest, ``list --runs`` every one). Loaded by every
+``lower-trace list <dir>/pytest`` shows the latest, ``list --runs`` every one). The folder's name is
+a safe path part made from the node id; the report, the CLI and the messages name the test by its
+node id, as pytest does (``tests/test_k.py::test_axpy``). Loaded by every
 pytest where lower-trace is installed, so it imports nothing of lower-trace (nor TVM) until the
 option is given. Under pytest-xdist each worker traces its own tests; the controller counts them.
 """
@@ -74,7 +76,7 @@ def _settings(config: Any) -> tuple[str | None, str, str]:
 def pytest_configure(config: Any) -> None:
     _take_back_a_path(config)
     mode, keep, folder = _settings(config)
-    config.stash[_STATE] = {"mode": mode, "keep": keep, "folder": folder, "kept": 0}
+    config.stash[_STATE] = {"mode": mode, "keep": keep, "folder": folder, "kept": []}
     if mode is not None:
         config.pluginmanager.register(_KeptCounter(config.stash[_STATE]), "lower-trace-kept")
 
@@ -95,7 +97,7 @@ def pytest_runtest_protocol(item: Any, nextitem: Any) -> Any:
 
     mine: dict[str, Any] = {"failed": False, "kept": False}
     item.stash[_STATE] = mine
-    with lower_trace.trace(mode=state["mode"], trace_dir=state["folder"], script=_test_name(item.nodeid)) as run:
+    with lower_trace.trace(mode=state["mode"], trace_dir=state["folder"], script=_test_name(item.nodeid), title=item.nodeid) as run:
         mine["run"] = run
         run.quiet_close = True  # the failure's section names the report; a passing test's is deleted
         yield
@@ -130,19 +132,23 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
 
 
 class _KeptCounter:
-    """Counts kept traces where reports arrive: in this process, or from the xdist workers on the controller."""
+    """Collects the tests whose traces were kept (node ids) where reports arrive: in this process,
+    or from the xdist workers on the controller."""
 
     def __init__(self, state: dict) -> None:
         self.state = state
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         if any(name == _KEPT for name, _ in getattr(report, "user_properties", ())):
-            self.state["kept"] += 1
+            self.state["kept"].append(report.nodeid)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
     state = config.stash.get(_STATE, None)
     if state and state["mode"] is not None and state["kept"]:
-        count = state["kept"]
-        tests = f"{count} test{'s' if count != 1 else ''}"
-        terminalreporter.write_line(f"lower-trace: traces of {tests} kept in {state['folder']} (lower-trace list --runs {state['folder']})")
+        from lower_trace.render.terminal import printable
+
+        kept = state["kept"]
+        tests = f"{len(kept)} test{'s' if len(kept) != 1 else ''}"
+        names = ", ".join(printable(nodeid) for nodeid in kept[:3]) + (f" and {len(kept) - 3} more" if len(kept) > 3 else "")
+        terminalreporter.write_line(f"lower-trace: traces of {tests} kept in {state['folder']} (lower-trace list --runs {state['folder']}): {names}")

@@ -262,14 +262,44 @@ def _name_start(line: str, at: int) -> int:
     return at
 
 
-def first_own_line(text: str, other: str, width: int = 60) -> str:
-    """The first line of `text` that `other` does not have: what this code does differently."""
-    theirs = {line.strip() for line in other.splitlines()}
-    for line in text.splitlines():
-        line = line.strip()
-        if line and line not in theirs:
-            return line if len(line) <= width else line[: width - 3] + "..."
-    return ""
+def _code_lines(text: str, constants: tuple[str, ...] | None) -> list[tuple[str, str]]:
+    """Each non-blank line as (its code, literals masked; the line as this variant has it)."""
+    lines, _ = _scan(text)
+    shown = (with_literals(text, constants) if constants is not None else text).split("\n")
+    return [(" ".join(tokens), shown[i].strip()) for i, tokens in enumerate(lines) if tokens and i < len(shown)]
+
+
+def _short(line: str, width: int = 60) -> str:
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def other_code(own: list[tuple[str, str]], others: list[list[tuple[str, str]]], limit: int = 3) -> str:
+    """What tells one code from each of the others: lines of its own that an other lacks (the
+    line that tells it from the most others first, one line where none of them has it), else a
+    line that other has and it lacks (``without ...``). Lines are compared as code (literals
+    masked). Two codes never get the same words -- one of them names a line it has that the
+    other lacks -- unless a line was cut short or the limit reached (override.py then adds
+    the variant's key)."""
+    mine = {code for code, _ in own}
+    theirs = [{code for code, _ in lines} for lines in others]
+    words: list[str] = []
+    left = list(range(len(others)))
+    while left and len(words) < limit:
+        # The own line told apart from the most codes still left (the first such line).
+        best, count, chosen = "", 0, ""
+        for code, line in own:
+            n = sum(code not in theirs[k] for k in left)
+            if n > count:
+                best, count, chosen = line, n, code
+        if not count:
+            break
+        words.append(_short(best))
+        left = [k for k in left if chosen in theirs[k]]
+    for k in left[: max(0, limit - len(words))]:  # codes holding every line of this one
+        extra = next((line for code, line in others[k] if code not in mine), "")
+        if extra:
+            words.append(f"without {_short(extra)}")
+    return "; ".join(dict.fromkeys(words))
 
 
 def with_literals(text: str, constants: tuple[str, ...]) -> str:
@@ -302,13 +332,16 @@ def tell_apart(members: list[tuple[str, str, str | None, tuple[str, ...] | None,
 
     members: (name, skeleton, TIR text, constants, config). Copies of one code differ in
     their literals, shown with a little code around them, or in their config; a copy of
-    other code shows the first line of its own.
+    other code names what tells its code from each other code (other_code).
     """
     if len(members) < 2:
         return {}
     families: dict[str, list[tuple[str, str, str | None, tuple[str, ...] | None, str]]] = {}
     for member in members:
         families.setdefault(member[1], []).append(member)
+    # Each code's lines, as its first member with a stored TIR has them.
+    firsts = {key: next((m for m in f if m[2] is not None), None) for key, f in families.items()}
+    lines_of = {key: _code_lines(m[2], m[3]) for key, m in firsts.items() if m is not None and m[2] is not None}
     out = {}
     for name, skeleton, text, constants, config in members:
         if text is None or constants is None:
@@ -321,12 +354,9 @@ def tell_apart(members: list[tuple[str, str, str | None, tuple[str, ...] | None,
             words.append(describe(text, constants, positions, limit=max(5, own_count)))
             if len({m[4] for m in family}) > 1:
                 words.append(config)
-        # Another code family: its first line this variant's own TIR (not its family's) lacks.
-        other = next((m for m in members if m[1] != skeleton and m[2] is not None), None)
-        own = ""
-        if other is not None and other[2] is not None:
-            theirs = with_literals(other[2], other[3]) if other[3] is not None else other[2]
-            own = first_own_line(with_literals(text, constants), theirs)
+        # Other code: what tells this variant's own TIR (not its family's) from each other code.
+        other = [lines for key, lines in lines_of.items() if key != skeleton]
+        own = other_code(_code_lines(text, constants), other) if other else ""
         if own:
             words.append(f"other code: {own}")
         out[name] = "; ".join(word for word in words if word)

@@ -2,8 +2,8 @@
 # The demo: trace a pipelined GEMM lowered to CUDA (no GPU needed), print where the trace and report are.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# The demo needs no browser; scripts/test.sh installs the one the report tests use.
-VENV="$(LOWER_TRACE_NO_BROWSER=1 bash "$ROOT/scripts/env.sh")"
+# The demo's venv holds TileLang, torch and lower-trace only: scripts/test.sh adds the test tools.
+VENV="$(bash "$ROOT/scripts/env.sh")"
 cd "$ROOT"
 "$VENV/bin/lower-trace" run --mode html examples/gemm.py
 echo

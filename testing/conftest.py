@@ -138,7 +138,9 @@ def run_python(tmp_path):
         script = tmp_path / "user_kernel.py"
         script.write_text(textwrap.dedent(code))
         full_env = {k: v for k, v in os.environ.items() if not k.startswith(("TL_LOWER_TRACE", "PYTEST_"))}
-        full_env["PYTHONPATH"] = HERE
+        # A PYTHONPATH the tests run under (a checkout named on it) reaches the script too: it
+        # imports the lower_trace this process tests, not whichever the venv has installed.
+        full_env["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, os.environ.get("PYTHONPATH", "")) if p)
         full_env.update(env or {})
         proc = subprocess.run(
             [sys.executable, str(script), *args],

@@ -264,6 +264,132 @@ def test_edits_command_lists_and_resets(user, tmp_path):
     assert missing.returncode == 2 and "no working copy for 'nope'; kernels: scale, vector_add" in missing.stderr
 
 
+def edits_listing(tmp_path):
+    """`lower-trace edits` as the user runs it: file -> its line; and the whole output."""
+    listing = subprocess.run([lower_trace_cli(), "edits"], cwd=tmp_path, capture_output=True, text=True)
+    assert listing.returncode == 0, listing.stderr
+    lines = listing.stdout.splitlines()
+    return {line.split()[0]: line for line in lines[1:] if line.startswith("  ")}, listing.stdout
+
+
+def test_a_copy_that_no_longer_compiles_is_marked_stale(user, tmp_path):
+    """Stale: the edit as it stands failed to compile, or the kernel's code changed and the
+    copy's variant was not compiled since. Ground truth: gcc's exit, and which copies hold the
+    kernel's current code (its `+ 1` in the generated C)."""
+    user("3", "5")
+    folder = edits_dir(tmp_path)
+    add = folder / "vector_add.c"
+    (five,) = [name for name in os.listdir(folder) if name.startswith("scale-") and name.endswith(".c")]
+    rows, out = edits_listing(tmp_path)
+    assert "stale" not in out  # every copy compiled as it stands
+
+    replace_in(add, "C[i] = (A[i] + B[i]);", "C[i] = (A[i] + B[i]) oops;")
+    broken, _ = user("3", "5", check=False)
+    assert broken.returncode != 0 and f"{add}:" in broken.stderr  # gcc failed on the working copy
+    rows, out = edits_listing(tmp_path)
+    assert "  stale: compile failed  " in rows["vector_add.c"] and rows["vector_add.c"].split()[1:4] == ["vector_add", "device", "edited"]
+    assert not any("stale" in rows[name] for name in ("scale.c", five))
+    assert "compile failed: the last compile with this edit, as the file is now, failed" in out
+
+    # Fixed, it is an edit not compiled yet, not a failed one; compiled, it stays unmarked.
+    add.write_text(add.read_text().replace(") oops;", ");").replace("(A[i] + B[i])", "(A[i] - B[i])"))
+    assert "stale" not in edits_listing(tmp_path)[0]["vector_add.c"]
+    # The author changes the scale kernel (+ 1) and compiles factor 3 only: factor 5's copy is left behind.
+    changed, out_values = user("3", "plus")
+    assert out_values["ADD"] == "[-1.0, 0.0, 1.0, 2.0]" and out_values["SCALE:3.0"] == "[1.0, 4.0, 7.0, 10.0]"
+    rows, out = edits_listing(tmp_path)
+    current = {name for name in ("scale.c", five) if "+ 1.000000e+00f" in (folder / name).read_text()}
+    assert current == {"scale.c"}
+    assert {name for name in ("scale.c", five, "vector_add.c") if "stale" in rows[name]} == {five}
+    assert "  stale: code changed  " in rows[five]
+    assert "code changed: the kernel's code changed and this variant was not compiled since" in out
+    # Compiled with the new code, factor 5 takes its copy over: nothing is stale any more.
+    _, out_values = user("5", "plus")
+    assert out_values["SCALE:5.0"] == "[1.0, 6.0, 11.0, 16.0]" and "+ 1.000000e+00f" in (folder / five).read_text()
+    assert "stale" not in edits_listing(tmp_path)[1]
+
+    # The failing text put back: the index remembers that exactly this text failed.
+    add.write_text(add.read_text().replace("(A[i] - B[i]);", "(A[i] + B[i]) oops;"))
+    assert "stale: compile failed" in edits_listing(tmp_path)[0]["vector_add.c"]
+
+
+IMPLEMENTATIONS = """
+import tilelang
+import tilelang.language as T
+from tilelang import tvm
+import kernels
+
+N = 64
+
+
+def times():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as _:
+            for i in T.serial(N):
+                C[i] = A[i] * T.float32(3)
+    return main
+
+
+def plus():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as _:
+            for i in T.serial(N):
+                C[i] = A[i] * T.float32(3) + T.float32(1)
+    return main
+
+
+def twice():
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(1) as _:
+            for i in T.serial(N):
+                C[i] = A[i] * T.float32(3) + T.float32(1)
+                C[i] = C[i] * T.float32(2)
+    return main
+
+
+# Three implementations under one name and buffers (as TileLang's `main` often is).
+for make in (times, plus, twice):
+    tilelang.compile(make(), target="c", execution_backend="cython")
+# One kernel for the CPU and, as CUDA source, for a GPU: one name and buffers, two languages.
+tilelang.compile(kernels.scale_c(), target="c", execution_backend="cython")
+cuda = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+with cuda:
+    tilelang.lower(kernels.scale_c(), target=cuda)
+"""
+
+
+def test_every_line_of_the_listing_tells_its_copy_apart(run_python, tmp_path):
+    """Each copy's description is its own, and true of it: a line it quotes as its code is in the
+    copy's TIR (as the trace recorded it before the first pass), a `without` line is not."""
+    import lower_trace
+
+    run_python(IMPLEMENTATIONS, env={"TL_LOWER_TRACE": "html"})
+    rows, _ = edits_listing(tmp_path)
+    trace = lower_trace.load_trace(str(tmp_path / "tmp" / "lower_trace_dir"))
+    tir_of = {}
+    for kernel in trace.kernels:
+        for step in kernel.codegen:
+            tir_of[os.path.basename(step.edit_path)] = {line.strip() for line in trace.snapshot(kernel.passes[0].before).splitlines()}
+    mains = [name for name in rows if name.startswith("main")]
+    assert len(mains) == 3 and sorted(name for name in rows if name.startswith("scale")) == ["scale.c", "scale.cu"]
+    descriptions = {name: rows[name].split("as generated", 1)[1].strip() for name in rows}
+    assert len({descriptions[name] for name in mains}) == 3, descriptions
+    assert descriptions["scale.c"] != descriptions["scale.cu"], descriptions
+    assert descriptions["scale.c"].endswith("for c") and descriptions["scale.cu"].endswith("for cuda")
+    for name in mains:
+        code = descriptions[name].removeprefix("other code: ")
+        assert code != descriptions[name], descriptions[name]
+        others = set().union(*(tir_of[other] for other in mains if other != name))
+        for word in code.split("; "):
+            if word.startswith("without "):
+                assert word[len("without "):] not in tir_of[name] and word[len("without "):] in others, (name, word)
+            else:
+                assert word in tir_of[name], (name, word)
+
+
 def test_cuda_edit_reaches_nvcc(tmp_path, lower_cuda, tilelang, cuda_target):
     """The working .cu gets an #error; nvcc compiling it must report the marker, in the user's file."""
     import kernels

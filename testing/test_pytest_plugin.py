@@ -1,7 +1,9 @@
 """pytest --lower-trace on a real suite of passing and failing tests (pytest in a subprocess, as a
 user runs it): failing tests keep their traces and name the report, passing ones leave nothing."""
 
+import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -130,3 +132,48 @@ def test_a_bad_ini_value_is_a_usage_error(tmp_path):
     assert done.returncode == 4 and "--lower-trace-keep needs --lower-trace" in out
     done, out = run_suite(tmp_path / "off", "--lower-trace", "sometimes", ini="[pytest]\n")  # neither a mode nor tests
     assert done.returncode == 4 and "--lower-trace 'sometimes': neither a mode nor a test file or folder that exists" in out
+
+
+PARAMETRIZED = SUITE + '''
+
+import pytest
+
+
+@pytest.mark.parametrize("block", [64])
+def test_axpy_wrong_reference(block):
+    lower()
+    assert False, "wrong reference"
+'''
+
+
+def test_the_report_and_the_cli_name_the_test_by_its_node_id(tmp_path):
+    """The folder is a safe path part; the report's title, `list`, `list --runs` and the summary
+    line say the node id as pytest does (its own `FAILED <node id>` line is the ground truth)."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_k.py").write_text(PARAMETRIZED)
+    traces = tmp_path / "traces"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rf", *plugin_args(), "--lower-trace-dir", str(traces), "--lower-trace",
+         "tests/test_k.py::test_axpy_wrong_reference"],
+        cwd=str(tmp_path), capture_output=True, text=True, timeout=600, env=env,
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    (nodeid,) = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("FAILED ")]
+    assert nodeid == "tests/test_k.py::test_axpy_wrong_reference[64]"
+    (folder,) = kept(traces)
+    assert re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", folder), folder  # one harmless path part
+    trace = load_trace(str(traces / folder))
+    assert trace.run.title == nodeid and trace.run.script == folder
+    page = open(os.path.join(trace.path, "report.html"), encoding="utf-8").read()
+    assert f"<title>lower-trace: {nodeid}</title>" in page
+    listed = subprocess.run([sys.executable, "-m", "lower_trace", "list", str(traces)], capture_output=True, text=True)
+    assert listed.returncode == 0 and listed.stdout.splitlines()[0].split()[2] == nodeid, listed.stdout
+    runs = subprocess.run([sys.executable, "-m", "lower_trace", "list", "--runs", str(traces)], capture_output=True, text=True)
+    (line,) = runs.stdout.splitlines()
+    assert f"  {nodeid}  {trace.path}" in line, line
+    as_json = subprocess.run([sys.executable, "-m", "lower_trace", "list", "--runs", "--json", str(traces)], capture_output=True, text=True)
+    assert [run["title"] for run in json.loads(as_json.stdout)["runs"]] == [nodeid]
+    assert f"lower-trace: traces of 1 test kept in {traces} (lower-trace list --runs {traces}): {nodeid}" in out

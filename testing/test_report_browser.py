@@ -381,23 +381,41 @@ def test_pass_names_show_whole_at_1600px(report, real_trace, width):
     assert cell.evaluate("c => c.scrollWidth <= c.clientWidth")
 
 
-def test_the_page_marks_exactly_the_characters_the_terminal_escapes(report):
-    """One rule: the page's unsafe set comes from terminal.py; checked over the whole BMP."""
-    from lower_trace.render import terminal
+def test_the_page_marks_what_unicode_calls_control_format_or_separator(report):
+    """Against unicodedata (not terminal.py): over every code point, the page marks exactly the
+    controls, format and separator characters, bidi controls and lone surrogates -- but the tab and
+    the line feed, layout on the page -- as the terminal escapes them in a line of IR. A code point
+    this Python's Unicode has not assigned may be marked too (later Unicode made some format characters)."""
+    from unicode_oracle import must_escape, unassigned
 
     view = report()
-    page_marks = view.page.evaluate(
+    page_marks = set(view.page.evaluate(
         """() => { const out = [];
-            for (let cp = 0; cp < 0x10000; cp++) if (LTText.UNSAFE.test(String.fromCharCode(cp))) out.push(cp);
+            for (let cp = 0; cp < 0x110000; cp++) if (LTText.UNSAFE.test(String.fromCodePoint(cp))) out.push(cp);
             return out; }"""
+    ))
+    expected = {cp for cp in range(0x110000) if must_escape(cp)} - {0x09, 0x0A}
+    assert 0x061C in expected and not expected - page_marks, sorted(expected - page_marks)[:20]
+    assert all(unassigned(cp) for cp in page_marks - expected), sorted(page_marks - expected)[:20]
+    from lower_trace.render.terminal import printable_line
+
+    assert page_marks == {cp for cp in range(0x110000) if cp != 0x0A and printable_line(chr(cp)) != chr(cp)}
+    # Each one, in a name, shows as its code point (above U+FFFF too: one mark, not two halves).
+    wrong = view.page.evaluate(
+        """cps => cps.filter(cp => {
+            const span = document.createElement("span");
+            LTText.appendText(span, "a" + String.fromCodePoint(cp) + "b");
+            const mark = "⟨U+" + cp.toString(16).toUpperCase().padStart(4, "0") + "⟩";
+            return span.textContent !== "a" + mark + "b" || LTText.visible("a" + String.fromCodePoint(cp)) !== "a" + mark;
+        })""",
+        sorted(expected),
     )
-    terminal_marks = [cp for cp in range(0x10000) if terminal.printable(chr(cp)) != chr(cp)]
-    # The page shows a line feed as a line break; everything else is the same set.
-    assert sorted(set(terminal_marks) - {0x0A}) == page_marks
-    assert 0x202E in page_marks and 0x1B in page_marks and 0x09 not in page_marks
-    # And the marks are what a name carrying them shows (a real control sequence).
-    shown = view.page.evaluate("(() => { const s = document.createElement('span'); LTText.appendText(s, 'a\\u001b[31mb\\u202ec'); return s.textContent; })()")
-    assert shown == "a⟨U+001B⟩[31mb⟨U+202E⟩c"
+    assert not wrong, wrong[:20]
+    shown = view.page.evaluate(
+        "(() => { const s = document.createElement('span'); LTText.appendText(s, 'a\\u001b[31mb\\u061cc\\u{e0041}d😀'); return s.textContent; })()"
+    )
+    assert shown == "a⟨U+001B⟩[31mb⟨U+061C⟩c⟨U+E0041⟩d😀"
+    assert not view.errors()
 
 
 def test_page_diff_counts_agree_with_the_terminal_on_real_passes(report, real_trace):

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from .. import repro
 from ..config import Config
 from ..edit_alias import EditAlias
-from ..edit_outcome import EditOutcome, short_path
+from ..edit_outcome import EditOutcome, EditStatus, short_path
 from ..model import KernelEnd, KernelStart, KernelStatus, KernelTrace, Note, RunInfo, to_json
 from ..override import EditStore
 from ..paths import script_name
@@ -59,6 +59,7 @@ class TraceRun:
             run_id=os.path.basename(self.run_dir),
             started=time.time(),
             script=script,
+            title=config.title,
             argv=tuple(sys.argv),
             pid=os.getpid(),
             mode=config.mode or "",
@@ -262,6 +263,7 @@ class TraceRun:
 
     def kernel_finished(self, kernel: KernelTrace, texts: dict[str, str]) -> None:
         self.append_record("kernel_end", KernelEnd(kernel.kernel_id, kernel.status, kernel.ms, kernel.target, kernel.error))
+        self._edits_compiled(kernel, texts)
         with self._lock:
             self.kernel_summaries.append(
                 KernelSummary(kernel.kernel_id, len(kernel.passes), kernel.failed_count, kernel.status is KernelStatus.FAILED)
@@ -272,6 +274,23 @@ class TraceRun:
                 self._call(listener, "kernel_finished", kernel, text_of)
             else:  # queued after this kernel's records (also when this runs on the worker itself)
                 self.worker.submit(lambda listener=listener: self._call(listener, "kernel_finished", kernel, text_of))
+
+    def _edits_compiled(self, kernel: KernelTrace, texts: dict[str, str]) -> None:
+        """Tell the working copies whether a compile that used an edit failed: `lower-trace edits`
+        marks such an edit stale until it changes or compiles."""
+        edits = self.edits
+        if edits is None:
+            return
+        failed = kernel.status is KernelStatus.FAILED
+        for step in kernel.codegen:
+            if step.edit_status == EditStatus.PATCHED.value and step.edit_path:
+                try:
+                    edits.compiled(step.edit_path, failed, texts.get(step.source) if step.source else None)
+                except OSError as exc:
+                    self.edits_fault(exc)
+                    return
+                except Exception as exc:
+                    self.tracer_fault(exc)
 
     def _call(self, listener: KernelListener, method: str, *args: Any) -> Any:
         try:

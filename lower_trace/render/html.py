@@ -82,20 +82,15 @@ def fill(template: str, values: dict[str, str]) -> str:
 
 @lru_cache(maxsize=1)
 def unsafe_class() -> str:
-    """The terminal's unsafe-character set as a JS regex character class, for the page.
-
-    Derived by running the terminal's own escaping over the Basic Multilingual Plane,
-    so the page marks exactly what the terminal escapes -- except the line feed,
-    which the page shows as a line break (the terminal escapes it inside names).
+    """The terminal's unsafe-character set (terminal.UNSAFE_RANGES) as a character class for a
+    JS regex with the `u` flag (code points, so a lone surrogate is one and a pair is not), for
+    the page: it marks what the terminal escapes in a line of IR -- all but the tab, which is
+    layout there, and the line feed, which the page shows as a line break.
     """
-    points = [cp for cp in range(0x10000) if cp != 0x0A and terminal.printable(chr(cp)) != chr(cp)]
-    ranges: list[list[int]] = []
-    for point in points:
-        if ranges and ranges[-1][1] == point - 1:
-            ranges[-1][1] = point
-        else:
-            ranges.append([point, point])
-    parts = [f"\\u{a:04x}" if a == b else f"\\u{a:04x}-\\u{b:04x}" for a, b in ranges]
+    parts = []
+    for first, last in terminal.UNSAFE_RANGES:
+        pieces = [(first, last)] if not first <= 0x0A <= last else [(first, 0x08), (0x0B, last)]  # tab, line feed
+        parts.extend(f"\\u{{{a:x}}}" if a == b else f"\\u{{{a:x}}}-\\u{{{b:x}}}" for a, b in pieces if a <= b)
     return "[" + "".join(parts) + "]"
 
 
@@ -127,7 +122,7 @@ def page_head(run: RunInfo, notes: list[str] | tuple[str, ...] = ()) -> str:
     return fill(
         asset("report.html"),
         {
-            "title": escape_text(f"lower-trace: {run.script}"),
+            "title": escape_text(f"lower-trace: {run.title or run.script}"),
             "css": asset("report.css"),
             "data": json_for_script(data),
             "scripts": scripts,

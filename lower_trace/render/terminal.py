@@ -56,8 +56,30 @@ def status_label(step: PassRecord | CodegenRecord) -> str:
     return _STATUS_STYLE.get(step.status, ("", step.status.value))[1]
 
 
-# Control characters (ANSI escapes) and bidi overrides that IR text or names could smuggle in.
-_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# What IR text or names could smuggle in for the terminal to obey, as ranges of code points:
+# every control (Unicode category Cc: ANSI escapes), format character (Cf: the bidi controls,
+# zero-width and tag characters), line and paragraph separator (Zl, Zp) of Unicode 15.1, and
+# lone surrogates (Cs, which no terminal can be sent). The page marks the same set (html.py).
+# testing/test_properties.py holds the list to unicodedata's categories.
+UNSAFE_RANGES = (
+    (0x00, 0x1F), (0x7F, 0x9F), (0xAD, 0xAD), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD), (0x70F, 0x70F),
+    (0x890, 0x891), (0x8E2, 0x8E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x2028, 0x202E), (0x2060, 0x2064),
+    (0x2066, 0x206F), (0xD800, 0xDFFF), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD),
+    (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F),
+)
+
+
+def _point(cp: int) -> str:
+    return f"\\u{cp:04x}" if cp < 0x10000 else f"\\U{cp:08x}"
+
+
+_CLASS = "[" + "".join(_point(a) if a == b else f"{_point(a)}-{_point(b)}" for a, b in UNSAFE_RANGES) + "]"
+_UNSAFE = re.compile(_CLASS)
+_UNSAFE_IN_LINE = re.compile(f"(?!\t){_CLASS}")  # in a line of multi-line text a tab is layout
+
+
+def _escape(match: re.Match[str]) -> str:
+    return _point(ord(match.group()))
 
 
 def plural(count: int, one: str, many: str = "") -> str:
@@ -66,15 +88,21 @@ def plural(count: int, one: str, many: str = "") -> str:
 
 
 def printable(text: str) -> str:
-    """One line of output: unsafe characters (line breaks included) shown as \\uXXXX, not obeyed."""
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """A name or a message, as one line: every unsafe character (tab and line break included)
+    shown as \\uXXXX (\\UXXXXXXXX above the BMP), not obeyed."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def printable_line(line: str) -> str:
+    """One line of IR, source or a compiler's message: as printable(), but tabs are layout."""
+    return _UNSAFE_IN_LINE.sub(_escape, line)
 
 
 def printable_lines(text: str) -> list[str]:
     """Multi-line text (an error message, a traceback, IR): its line breaks are layout, so
     it is split at them ("\\n", "\\r\\n"); everything else unsafe is escaped in each line.
     Tabs are layout too and pass through."""
-    return [printable(line) for line in text.replace("\r\n", "\n").split("\n")]
+    return [printable_line(line) for line in text.replace("\r\n", "\n").split("\n")]
 
 
 def call_arguments(call: PassCall, limit: int = 32) -> str:
@@ -212,7 +240,7 @@ class TerminalRenderer:
         for hunk in diff.hunks(before, after, self.context):
             self._line(c("cyan", f"       {hunk.header}"))
             for line in hunk.lines:
-                text = printable(line.text)
+                text = printable_line(line.text)
                 if line.tag == "+":
                     self._line(c("green", f"       +{text}"))
                 elif line.tag == "-":

@@ -25,7 +25,7 @@ async function ltReport() {
   function renderHeader() {
     const run = page.run;
     $("title").textContent = "";
-    appendText($("title"), `lower-trace · ${run.script}`);
+    appendText($("title"), `lower-trace · ${run.title || run.script}`);
     const versions = Object.entries(run.versions || {}).map(([k, v]) => `${k} ${v}`).join(" · ");
     const when = run.started ? new Date(run.started * 1000).toLocaleString() : "";
     $("runinfo").textContent = "";

@@ -3,9 +3,11 @@
 // DOM text nodes (never innerHTML), with control and bidi characters shown, not obeyed.
 const LTText = (() => {
   // The unsafe set is the terminal's (lower_trace/render/terminal.py), injected by Python into the page data.
+  // Matched by code point ("u"): a character above U+FFFF (a tag character) is one match, a pair is no surrogate.
   const rules = JSON.parse(document.getElementById("run-data").textContent).rules;
-  const UNSAFE = new RegExp(rules.unsafe);
-  const UNSAFE_G = new RegExp(rules.unsafe, "g");
+  const UNSAFE = new RegExp(rules.unsafe, "u");
+  const UNSAFE_G = new RegExp(rules.unsafe, "gu");
+  const mark = (ch) => "⟨U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩";
 
   function el(tag, cls, text) {
     const node = document.createElement(tag);
@@ -20,11 +22,11 @@ const LTText = (() => {
     let last = 0;
     text.replace(UNSAFE_G, (ch, at) => {
       if (at > last) node.appendChild(document.createTextNode(text.slice(last, at)));
-      const mark = document.createElement("span");
-      mark.className = "ctl";
-      mark.title = "control character shown, not applied";
-      mark.textContent = "⟨U+" + ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩";
-      node.appendChild(mark);
+      const shown = document.createElement("span");
+      shown.className = "ctl";
+      shown.title = "control character shown, not applied";
+      shown.textContent = mark(ch);
+      node.appendChild(shown);
       last = at + ch.length;
       return ch;
     });
@@ -33,7 +35,7 @@ const LTText = (() => {
   }
 
   // The text as a string with unsafe characters as visible marks: for SVG text, which takes no spans.
-  const visible = (text) => String(text).replace(UNSAFE_G, (ch) => "⟨U+" + ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩");
+  const visible = (text) => String(text).replace(UNSAFE_G, mark);
 
   // An SVG element (the timing charts, the layout grids); text goes in as visible text, never markup.
   const SVG_NS = "http://www.w3.org/2000/svg"; // a namespace name, not an address: nothing is fetched
