@@ -47,7 +47,8 @@ def config_from_text(text: str) -> Any:
 def typed_configs(kernel: KernelTrace) -> dict[str, Any]:
     """The pass configs the kernel was compiled under, each as a JSON value, in pass_configs' order."""
     context = kernel.context if isinstance(kernel.context, dict) else {}
-    typed = context.get("configs") if isinstance(context.get("configs"), dict) else {}
+    found = context.get("configs")
+    typed: dict[str, Any] = found if isinstance(found, dict) else {}
     configs = {key: typed[key] if key in typed else config_from_text(str(value)) for key, value in kernel.pass_configs.items()}
     configs.update((key, value) for key, value in typed.items() if key not in configs)
     return configs
