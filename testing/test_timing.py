@@ -105,7 +105,8 @@ def test_the_run_tables_shares_are_of_the_compile_and_it_says_what_the_rest_is(r
     assert len(rows) == min(40, len(run_timing(real_trace.kernels)))
     for row in rows:  # each step name's share, of the compile too
         self_ms, share = row[-6:-4]  # names may hold spaces ("device codegen"): from the right
-        assert float(share.rstrip("%")) == pytest.approx(100 * float(self_ms) / compile_ms, abs=0.051), row
+        # The share is rounded to 0.1 and the ms it is checked against to 0.01: both roundings are allowed for.
+        assert float(share.rstrip("%")) == pytest.approx(100 * float(self_ms) / compile_ms, abs=0.05 + 100 * 0.005 / compile_ms + 1e-9), row
     # Counts agree with their nouns.
     out = io.StringIO()
     names = len(run_timing(real_trace.kernels))
