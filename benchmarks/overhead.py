@@ -22,6 +22,10 @@ import sys
 import tempfile
 import time
 
+# TileLang's built-in tracer is one of the rows: its module must stay TileLang's own (lower-trace
+# drives it otherwise, see lower_trace/seed_api.py); set before anything imports it.
+os.environ["TL_LOWER_TRACE_BUILTIN"] = "1"
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
 
 

@@ -2,11 +2,13 @@
 
 The startup hook (lower_trace_startup.pth) adds a finder to sys.meta_path that looks only at
 that module's name and imports nothing else: this module is imported once the user's program
-imports TileLang's tracer module, never before. TL_LOWER_TRACE_BUILTIN=1 leaves the finder out.
+imports TileLang's tracer module, never before. TL_LOWER_TRACE_BUILTIN=1 leaves the finder out (set
+from Python before that import, it keeps the module TileLang's own too: the benchmarks do so).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -14,12 +16,16 @@ MODULE = "tilelang.tools.lower_trace"
 
 
 def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
-    """Called by the startup hook's finder for MODULE: import it with take_over() run right after."""
+    """Called by the startup hook's finder for MODULE: import it with take_over() run right after
+    (unless TL_LOWER_TRACE_BUILTIN=1 is set by now: then it stays TileLang's own)."""
     from . import post_import
+    from .seed_api import ENV_BUILTIN
 
     for finder in list(sys.meta_path):
         if type(finder).__name__ == "LowerTraceTakeover":
             sys.meta_path.remove(finder)  # once is enough
+    if os.environ.get(ENV_BUILTIN, "").strip().lower() in ("1", "on", "true", "yes"):  # as the startup line reads it
+        return None
     post_import.when_imported(MODULE, take_over)
     return post_import.find_spec(name, path, target)
 

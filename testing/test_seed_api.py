@@ -87,6 +87,9 @@ print("AFTER", ours(), lower_trace.enable.__module__, [type(f).__name__ for f in
     assert before.startswith(" [] ['LowerTraceTakeover']")  # only the startup hook's finder, nothing imported
     assert "lower_trace.seed_api" in after and "LowerTraceTakeover" not in after  # the finder is gone once used
     assert "lower-trace" not in proc.stderr  # nothing said until enable() is called
+    # Set from Python before the import (as the benchmarks do for their built-in rows), the variable keeps it TileLang's.
+    kept = run_python("import os\nos.environ['TL_LOWER_TRACE_BUILTIN'] = '1'\nfrom tilelang.tools import lower_trace\nprint('OWN', lower_trace.enable.__module__)\n")
+    assert "OWN tilelang.tools.lower_trace" in kept.stdout
 
 
 ONE_SHOT = """
