@@ -89,6 +89,23 @@ def _importable(obj: Any) -> tuple[str, str] | None:
     return (module_name, name) if found is obj else None
 
 
+_TARGETS: dict[str, str] = {}  # what a target prints as -> the Python that makes it again
+
+
+def _target_source(target: Any) -> str:
+    """tvm.target.Target({...}) for a target. A script compiles many kernels for one target (a new
+    object each time): its export, the dearest part of writing arguments down, is done once."""
+    key = str(target)
+    found = _TARGETS.get(key)
+    if found is None:
+        from .replay import target_json
+
+        if len(_TARGETS) > 32:
+            _TARGETS.clear()
+        found = _TARGETS[key] = f"tvm.target.Target({json.loads(target_json(target))!r})"
+    return found
+
+
 def describe(value: Any, imports: set[str]) -> tuple[str, str]:
     """(Python source that makes value again, "" -- or "", what it is when it cannot be written)."""
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -101,10 +118,8 @@ def describe(value: Any, imports: set[str]) -> tuple[str, str]:
         inner = ", ".join(text for text, _ in parts)
         return (f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(parts) == 1 else ''})"), ""
     if isinstance(value, tvm.target.Target):
-        from .replay import target_json
-
         imports.add("tvm")
-        return f"tvm.target.Target({json.loads(target_json(value))!r})", ""
+        return _target_source(value), ""
     if isinstance(value, tvm.transform.PassContext):
         imports.add("tvm")
         return "tvm.transform.PassContext.current()", ""
