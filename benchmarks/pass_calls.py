@@ -30,10 +30,10 @@ def main() -> int:
     parser.add_argument("--kernels", default="gemm,elementwise")
     args = parser.parse_args()
 
-    import kernels
     import tilelang
     from tilelang import tvm
 
+    import kernels
     import lower_trace
     from lower_trace.integrations import tvm_ir
 

@@ -39,6 +39,8 @@ def _one_kernel(trace: Trace, key: str | None, what: str) -> KernelTrace:
 
 
 def _one_pass(trace: Trace, kernel: KernelTrace, key: str) -> PassRecord:
+    from .render.terminal import call_arguments
+
     chosen = select_steps([kernel], key)[kernel.kernel_id]
     steps = [s for s in chosen if isinstance(s, PassRecord)]
     if not steps and chosen:
@@ -46,7 +48,7 @@ def _one_pass(trace: Trace, kernel: KernelTrace, key: str) -> PassRecord:
     if not steps:
         raise no_pass(trace, key, f"kernel {kernel.kernel_id} ({kernel.name})")
     if len(steps) > 1:
-        numbers = ", ".join(f"{s.seq} ({s.name})" for s in steps[:12])
+        numbers = ", ".join(f"{s.seq} ({s.name}{call_arguments(s.call) if s.call else ''})" for s in steps[:12])  # ThreadSync('shared') / ('shared.dyn')
         raise UsageError(f"{trace.path}: {key!r} names {len(steps)} passes of kernel {kernel.kernel_id}; pick one by number: {numbers}")
     return steps[0]
 

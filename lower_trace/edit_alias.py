@@ -1,39 +1,52 @@
-"""``codegen_output=PATH`` (the seed's parameter of ``enable()``): the first kernel variant compiled
-in a run has its editable generated source at PATH too, besides its working copy in ``edits/``.
+"""``codegen_output=PATH`` (the seed's parameter of ``enable()``): one kernel variant -- the first
+device source compiled with that setting -- has its editable generated source at PATH too,
+besides its working copy in ``edits/``.
 
 PATH is an alias of that working copy, kept in step both ways around each decision: an edit
 made in PATH since (it differs from the working copy) is copied into the working copy before
 the three-way decision is taken again, so it counts as the user's edit; afterwards the working
 copy, as it now stands, is written to PATH. The outcome names PATH, so messages and compiler
-errors (``#line``) point at the file the user named. Other kernels keep their working copies in
-``edits/`` alone (said once)."""
+errors (``#line``) point at the file the user named.
+
+Which working copy PATH belongs to is kept in ``edits/codegen_output.json``: across runs
+(``reset()``), processes and compile orders PATH stays that kernel's, and another kernel never
+reads it as an edit of its own. A file already at PATH that belongs to no kernel yet is kept
+aside as PATH.orig before the first copy is written there."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Callable
 
 from .edit_outcome import EditOutcome
 
+OWNERS = "codegen_output.json"  # in edits/: {PATH: the working copy it is an alias of}
+
 
 class EditAlias:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, edits_root: str) -> None:
         self.path = os.path.abspath(path)
-        self.owner: tuple[str, str, str] | None = None  # (kernel, role, language) whose copy PATH is
-        self.owner_copy = ""  # that kernel variant's working copy
+        self.owners = os.path.join(edits_root, OWNERS)
+        self.note = ""  # something to tell the user once (a file set aside)
 
-    def applies_to(self, kernel: str, role: str, language: str) -> bool:
-        key = (kernel, role, language)
-        if self.owner is None and role == "device":
-            self.owner = key
-        return key == self.owner
-
-    def sync(self, outcome: EditOutcome, decide_again: Callable[[], EditOutcome]) -> EditOutcome:
-        """The outcome with PATH in step with the working copy (see the module doc). OSError propagates."""
-        if self.owner_copy and outcome.path != self.owner_copy:
-            return outcome  # another variant of the kernel: its copy stays in edits/ alone
-        self.owner_copy = outcome.path
+    def sync(self, role: str, outcome: EditOutcome, decide_again: Callable[[], EditOutcome]) -> EditOutcome:
+        """The outcome with PATH in step with the working copy when PATH is this copy's alias (see the
+        module doc); the outcome as it is otherwise. OSError propagates."""
+        owners = _owners(self.owners)
+        owner = owners.get(self.path)
+        if owner is None:
+            if role != "device":
+                return outcome
+            owners[self.path] = owner = outcome.path
+            found = _read(self.path)
+            if found is not None and found != _read(outcome.path):
+                os.replace(self.path, self.path + ".orig")
+                self.note = f"codegen_output: {self.path} held another file; it is kept as {self.path}.orig"
+            _write(self.owners, json.dumps(owners, indent=1, sort_keys=True) + "\n")
+        if owner != outcome.path:
+            return outcome  # another kernel or variant: its copy stays in edits/ alone
         alias, working = _read(self.path), _read(outcome.path)
         if alias is not None and alias != working:
             _write(outcome.path, alias)
@@ -43,6 +56,15 @@ class EditAlias:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
             _write(self.path, current)
         return dataclasses.replace(outcome, path=self.path)
+
+
+def _owners(path: str) -> dict[str, str]:
+    text = _read(path)
+    try:
+        found = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
 
 def _read(path: str) -> str | None:

@@ -251,3 +251,60 @@ def test_two_tilelang_versions_with_other_pass_lists():
     assert not (names_b - names_a) - collections.Counter(short(p.name) for p in result.only_b)
     assert len(aligned) + len(result.only_a) == len(ka.passes) and len(aligned) + len(result.only_b) == len(kb.passes)
     assert result.divergence is not None and not result.identical
+
+
+def test_a_kernel_named_like_a_header_it_includes_compares_identical_both_ways(traced):
+    """Flash attention's CUDA source includes <tl_templates/cuda/reduce.h>: a kernel named `reduce`
+    compared with the same kernel named `main` is identical either way round (a path's words are
+    never the kernel's name). Ground truth: the PrimFuncs are the same but for their name."""
+    from tilelang import tvm
+
+    named = kernels.flash_attention().with_attr("global_symbol", "reduce")
+    assert tvm.ir.structural_equal(named.without_attr("global_symbol"), kernels.flash_attention().without_attr("global_symbol"))
+    a, b = traced(kernels.flash_attention().with_attr("global_symbol", "main")), traced(named)
+    assert "tl_templates/cuda/reduce.h" in b[1].snapshot(b[0].codegen[-1].source)
+    assert compare(side(*a), side(*b)).identical and compare(side(*b), side(*a)).identical
+
+
+def test_words_in_strings_are_not_free_to_rename():
+    """--up-to-renaming on fixed texts: a loop variable `c` renamed does not make the target's
+    "kind": "c" a renaming (both ways round), a reduction's "max" is never another's "sum", and map
+    keys that are buffer names follow the buffers' renaming, in whatever order the printer sorted them."""
+    from lower_trace.analysis.renaming import correspondence
+
+    a = 'for c in T.serial(4):\n    T.func_attr({"target": T.target({"kind": "c"})})\n    x[c] = 1\n'
+    b = a.replace("for c in", "for cc in").replace("x[c]", "x[cc]")
+    assert correspondence(a, b) == {"cc": "c"} and correspondence(b, a) == {"c": "cc"}
+    assert correspondence('T.reduce(x, "max")\n', 'T.reduce(x, "sum")\n') is None
+    keyed = '"tl.smem_alignment_map": {"A_shared": 512, "B_shared": 1024}\nA_shared = 1\nB_shared = 2\n'
+    other = '"tl.smem_alignment_map": {"W_s": 1024, "X_s": 512}\nX_s = 1\nW_s = 2\n'
+    assert correspondence(keyed, other) == {"X_s": "A_shared", "W_s": "B_shared"}
+    assert correspondence(keyed, other.replace("1024", "2048")) is None
+
+
+def test_a_pass_that_fails_on_one_side_is_said_to_fail(tmp_path, tilelang, cuda_target):
+    """The same kernel, once with a pass config tl.LayoutInference rejects: the compiles part where
+    that pass got the same IR, and the answer says it failed in B and with what (not "made different
+    IR" over a diff of the whole kernel against nothing). Ground truth: the untraced compile's error."""
+    import subprocess
+
+    from conftest import lower_trace_cli
+    from tilelang import tvm
+
+    bad = {"tl.layout_cost_model": "nonsense"}
+    with pytest.raises(Exception) as untraced:
+        with tvm.transform.PassContext(config=bad), cuda_target:
+            tilelang.lower(kernels.row_sum(), target=cuda_target)
+    runs = []
+    for name, config in (("good", {}), ("bad", bad)):
+        with lower_trace.trace(mode="html", trace_dir=tmp_path / name) as run:
+            try:
+                with tvm.transform.PassContext(config=config), cuda_target:
+                    tilelang.lower(kernels.row_sum(), target=cuda_target)
+            except Exception:
+                pass
+        runs.append(run.run_dir)
+    out = subprocess.run([lower_trace_cli(), "diff", *runs, "--color", "never"], capture_output=True, text=True).stdout
+    (line,) = [x for x in out.splitlines() if x.startswith("first divergence:")]
+    assert "tl.LayoutInference" in line and "it failed in B" in line and str(untraced.value).splitlines()[0][:40] in line, out
+    assert "pass configs differ: tl.layout_cost_model: A unset, B 'nonsense'" in out

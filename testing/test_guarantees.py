@@ -244,3 +244,20 @@ def test_a_hostile_script_name(tmp_path, untraced_source):
     everything = {os.path.relpath(p, tmp_path) for p in glob.glob(str(tmp_path / "**"), recursive=True)}
     assert {p for p in everything if not p.startswith("tmp")} == {".", weird.name}
     assert lower_trace.load_trace(str(root / folder)).kernels[0].name == "gemm"
+
+
+def test_the_live_messages_show_a_hostile_kernel_name_escaped(run_python):
+    """The messages said while compiling (working copy saved, ...) name the kernel: a bidi control
+    in its name is shown escaped there too, as in every view (oracle: Unicode's categories)."""
+    from unicode_oracle import must_escape
+
+    name = "x\u202egnp\u061cexe"
+    proc = run_python(f"""
+import tilelang, kernels
+from tilelang import tvm
+target = tvm.target.Target({{"kind": "cuda", "arch": "sm_90a"}})
+with target:
+    tilelang.lower(kernels.elementwise_add().with_attr("global_symbol", {name!r}), target=target)
+""", env={"TL_LOWER_TRACE": "html"})
+    assert "generated source saved to" in proc.stderr and "x\\u202egnp\\u061cexe" in proc.stderr
+    assert not [hex(ord(ch)) for ch in proc.stderr if ch != "\n" and must_escape(ord(ch))]

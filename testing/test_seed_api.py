@@ -88,7 +88,9 @@ print("AFTER", ours(), lower_trace.enable.__module__, [type(f).__name__ for f in
     assert "lower_trace.seed_api" in after and "LowerTraceTakeover" not in after  # the finder is gone once used
     assert "lower-trace" not in proc.stderr  # nothing said until enable() is called
     # Set from Python before the import (as the benchmarks do for their built-in rows), the variable keeps it TileLang's.
-    kept = run_python("import os\nos.environ['TL_LOWER_TRACE_BUILTIN'] = '1'\nfrom tilelang.tools import lower_trace\nprint('OWN', lower_trace.enable.__module__)\n")
+    kept = run_python(
+        "import os\nos.environ['TL_LOWER_TRACE_BUILTIN'] = '1'\nfrom tilelang.tools import lower_trace\nprint('OWN', lower_trace.enable.__module__)\n"
+    )
     assert "OWN tilelang.tools.lower_trace" in kept.stdout
 
 
@@ -148,3 +150,24 @@ def test_run_passes_is_ours_too(tmp_path, monkeypatch):
     (kernel,) = lower_trace.load_trace(str(tmp_path / "traces" / script / run)).kernels
     assert [p.name for p in kernel.passes if p.depth == 0] == ["tl.Simplify", "tirx.BindTarget"]
     assert kernel.entry == "run_passes" and (tmp_path / "chain.html").exists()
+
+
+def test_codegen_output_stays_the_first_kernels_after_reset(run_python, tmp_path):
+    """enable(codegen_output=...), a kernel, reset(), another kernel: the file is the first kernel's
+    editable source, and the second compiles its own (it used to be given the first one's source)."""
+    proc = run_python("""
+import torch, tilelang, kernels
+from tilelang.tools import lower_trace as lt
+lt.enable(mode="html", trace_dir="traces", codegen_output="codegen.c")
+add = tilelang.compile(kernels.vector_add_c(), target="c", execution_backend="cython")
+lt.reset()
+scale = tilelang.compile(kernels.scale_c(factor=3.0), target="c", execution_backend="cython")
+lt.disable()
+a = torch.arange(64, dtype=torch.float32); c = torch.empty(64)
+add(a, torch.ones(64), c); print("ADD", c[:3].tolist())
+scale(a, c); print("SCALE", c[:3].tolist())
+""")
+    assert "ADD [1.0, 2.0, 3.0]" in proc.stdout and "SCALE [0.0, 3.0, 6.0]" in proc.stdout, proc.stdout + proc.stderr
+    assert "your edit" not in proc.stderr
+    text = (tmp_path / "codegen.c").read_text()
+    assert "(A[i] + B[i])" in text and "3.000000e+00f" not in text and "* 3" not in text  # the first kernel's, still

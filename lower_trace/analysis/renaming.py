@@ -49,7 +49,10 @@ RESERVED = frozenset([*keyword.kwlist, *_C_WORDS, *_TVM_WORDS])
 
 def _qualifier(text: str, start: int) -> str | None:
     """The namespace an identifier at `start` is qualified by (`T` in T.gemm, `tl` in tl::gemm_ss),
-    "" for another qualified name (a.b), None when it stands alone."""
+    "" for another qualified name (a.b) or a part of a path (tl_templates/cuda/reduce.h), None when
+    it stands alone."""
+    if start >= 1 and text[start - 1] == "/":
+        return ""
     if start >= 1 and text[start - 1] == ".":
         end = start - 1
     elif start >= 2 and text[start - 2 : start] == "::":
@@ -92,20 +95,36 @@ def kernel_renames(name_a: str, name_b: str, vocabulary_a: set[str], vocabulary_
     return renames
 
 
-def rename(text: str, renames: Mapping[str, str]) -> str:
-    """text with each whole identifier in renames replaced, unless a namespace qualifies it."""
+def rename(text: str, renames: Mapping[str, str], in_strings: bool = True) -> str:
+    """text with each whole identifier in renames replaced, unless a namespace qualifies it (or,
+    with in_strings=False, it stands inside a "string")."""
     if not renames:
         return text
+    quoted = _quoted_spans(text) if not in_strings else None
 
     def swap(match: re.Match[str]) -> str:
         word = match.group(0)
         new = renames.get(word)
-        if new is None:
+        if new is None or (quoted is not None and _inside(quoted, match.start())):
             return word
         qualifier = _qualifier(text, match.start())
         return new if qualifier is None or qualifier == SELF_MODULE else word
 
     return _IDENT.sub(swap, text)
+
+
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
+def _quoted_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in _STRING.finditer(text)]
+
+
+def _inside(spans: list[tuple[int, int]], at: int) -> bool:
+    import bisect
+
+    i = bisect.bisect_right(spans, (at, 1 << 62)) - 1
+    return i >= 0 and spans[i][0] < at < spans[i][1]
 
 
 _MEMBER = re.compile(r"^    (?=\S)", re.MULTILINE)  # a line that starts a member of `class Module:`
@@ -140,17 +159,21 @@ def sorted_functions(text: str) -> str:
 
 @dataclass(frozen=True)
 class Tokens:
-    """A text cut into identifiers and the text between them; fixed[i]: identifier i must stay as it is."""
+    """A text cut into identifiers and the text between them; fixed[i]: identifier i must stay as it
+    is; quoted[i]: it stands inside a "string" (a map key, a target's "kind": "c", an op's "max")."""
 
     words: tuple[str, ...]
     fixed: tuple[bool, ...]
     between: tuple[str, ...]  # len(words) + 1 pieces
+    quoted: tuple[bool, ...] = ()
 
 
 def tokens(text: str) -> Tokens:
     words: list[str] = []
     fixed: list[bool] = []
+    quoted: list[bool] = []
     between: list[str] = []
+    spans = _quoted_spans(text)
     last = 0
     for match in _TOKEN.finditer(text):
         if match.group(1) is None:
@@ -160,19 +183,23 @@ def tokens(text: str) -> Tokens:
         words.append(word)
         called = text[match.end() : match.end() + 40].lstrip(" ").startswith("(")
         fixed.append(word in RESERVED or _qualifier(text, match.start()) is not None or called)
+        quoted.append(_inside(spans, match.start()))
         last = match.end()
     between.append(text[last:])
-    return Tokens(tuple(words), tuple(fixed), tuple(between))
+    return Tokens(tuple(words), tuple(fixed), tuple(between), tuple(quoted))
 
 
 def correspondence(a: str, b: str) -> dict[str, str] | None:
     """{B's identifier: A's} when b is a with identifiers renamed one to one (identity pairs left
     out: {} means equal), None when no such renaming makes them equal.
 
-    Printers sort some maps by their keys (``"tl.smem_alignment_map": {"A_shared": 512, ...}``),
-    so a renaming can reorder entries: when the texts do not line up token by token, the renaming
-    is read off the lines that do, B is renamed, and the two are compared with such maps' entries
-    in key order."""
+    The renaming is read off the identifiers outside strings; a word inside a string must be the
+    same on both sides or renamed as that identifier is (a map keyed by buffer names), so that a
+    loop variable `c` does not make the target's "kind": "c" renamable, nor a reduction's "max"
+    another one's "sum". Printers sort some maps by their keys (``"tl.smem_alignment_map":
+    {"A_shared": 512, ...}``), so a renaming can reorder entries: when the texts do not line up
+    token by token, the renaming is read off the lines that do, B is renamed, and the two are
+    compared with such maps' entries in key order."""
     if a == b:
         return {}
     found = _token_by_token(tokens(a), tokens(b))
@@ -191,29 +218,50 @@ def correspondence(a: str, b: str) -> dict[str, str] | None:
                 return None
     if len(set(mapping.values())) != len(mapping):
         return None  # two names of B would become one of A: not a renaming
-    if _sorted_maps(rename(b, mapping)) != _sorted_maps(a):
+    renamed = _sorted_maps(rename(b, mapping, in_strings=False), mapping)
+    if _token_by_token(tokens(_sorted_maps(a)), tokens(renamed), mapping) is None:
         return None
     return {wb: wa for wb, wa in mapping.items() if wb != wa}
 
 
-def _token_by_token(ta: Tokens, tb: Tokens) -> dict[str, str] | None:
-    if len(ta.words) != len(tb.words) or ta.between != tb.between:
+def _token_by_token(ta: Tokens, tb: Tokens, renamed: Mapping[str, str] | None = None) -> dict[str, str] | None:
+    """The renaming (B -> A) that makes tb ta, from the identifiers outside strings; None if none does.
+    With `renamed`, tb is already renamed by it: outside strings words must be equal, and a word in a
+    string equal or one `renamed` turns into A's."""
+    if len(ta.words) != len(tb.words) or ta.between != tb.between or ta.quoted != tb.quoted:
         return None
     forward: dict[str, str] = {}
     backward: dict[str, str] = {}
-    for wa, wb, fa, fb in zip(ta.words, tb.words, ta.fixed, tb.fixed):
-        if fa or fb:
+    strings: list[tuple[str, str]] = []
+    for wa, wb, fa, fb, inside in zip(ta.words, tb.words, ta.fixed, tb.fixed, ta.quoted or (False,) * len(ta.words)):
+        if inside:
+            if wa != wb:
+                strings.append((wa, wb))
+            continue
+        if fa or fb or renamed is not None:
             if wa != wb:
                 return None
             continue
         if forward.setdefault(wb, wa) != wa or backward.setdefault(wa, wb) != wb:
             return None
+    names = renamed if renamed is not None else forward
+    if any(names.get(wb) != wa for wa, wb in strings):
+        return None
     return forward
 
 
 # A one-line map with string keys and flat values: {"A_shared": 512, "B_shared": 1024}
 _FLAT_MAP = re.compile(r'\{("[^"\n]*": [^{}\n,]+(?:, "[^"\n]*": [^{}\n,]+)*)\}')
+_KEY = re.compile(r'^"([A-Za-z_][A-Za-z0-9_]*)"')
 
 
-def _sorted_maps(text: str) -> str:
-    return _FLAT_MAP.sub(lambda m: "{" + ", ".join(sorted(m.group(1).split(", "))) + "}", text)
+def _sorted_maps(text: str, keys: Mapping[str, str] | None = None) -> str:
+    """Such maps with their entries in key order; `keys` renames keys that are names first."""
+
+    def entries(match: re.Match[str]) -> str:
+        items = match.group(1).split(", ")
+        if keys:
+            items = [_KEY.sub(lambda k: f'"{keys.get(k.group(1), k.group(1))}"', item) for item in items]
+        return "{" + ", ".join(sorted(items)) + "}"
+
+    return _FLAT_MAP.sub(entries, text)

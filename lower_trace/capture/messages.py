@@ -8,10 +8,15 @@ closes (``flush_groups``).
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 from dataclasses import dataclass, field
 from typing import TextIO
+
+from ..text_safety import plural, printable_lines
+
+_COUNTED = re.compile(r"\{n:([^/{}]+)/([^{}]+)\}")  # "{n:copy/copies}" in a group's summary
 
 GROUP_LIMIT = 3  # lines said per group before the rest are only counted
 
@@ -38,7 +43,8 @@ class Messages:
     def say(self, text: str, once: str | None = None, group: str | None = None, more: str = "", label: str = "") -> None:
         """Say text (once per `once` key). With a group, only the first GROUP_LIMIT of the
         group are said; the others are counted, and `more` is said for them by flush_groups():
-        "{n}" is their number, "{by}" what they were about (their labels, with counts)."""
+        "{n}" is their number ("{n:copy/copies}": with the word that agrees), "{by}" what they were
+        about (their labels, with counts)."""
         with self._lock:
             if once is not None:
                 if once in self._said:
@@ -62,11 +68,12 @@ class Messages:
             if entry.counted and entry.summary:
                 labels = [label for label in entry.labels if label]
                 by = labels[0] if len(labels) == 1 else ", ".join(f"{label} {entry.labels[label]}" for label in labels)
-                self._write(entry.summary.replace("{n}", str(entry.counted)).replace("{by}", by or "kernels"))
+                text = _COUNTED.sub(lambda w: plural(entry.counted, w.group(1), w.group(2)), entry.summary)
+                self._write(text.replace("{n}", str(entry.counted)).replace("{by}", by or "kernels"))
 
     def _write(self, text: str) -> None:
-        try:
-            self.stream.write(f"lower-trace: {text}\n")
+        try:  # kernel names and paths may hold controls (bidi, ANSI): shown escaped, never obeyed
+            self.stream.write("lower-trace: " + "\n".join(printable_lines(text)) + "\n")
             self.stream.flush()
         except Exception:
             pass  # a closed stderr must not break the compile either

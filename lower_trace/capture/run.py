@@ -70,7 +70,7 @@ class TraceRun:
         self.worker = Worker(self.tracer_fault, on_idle=self._flush, threaded=spare_core())
         # Working copies of the generated source live beside the runs (they outlive them).
         self.edits: EditStore | None = EditStore(self.script_dir) if config.writes_trace and config.codegen_output is not None else None
-        self.edit_alias = EditAlias(config.codegen_output) if self.edits is not None and config.codegen_output else None
+        self.edit_alias = EditAlias(config.codegen_output, self.edits.root) if self.edits is not None and config.codegen_output else None
         self.listeners: list[KernelListener] = []
         self.gate: PassGate | None = PassGate(config.bisect) if config.bisect is not None else None
         self._lock = threading.Lock()
@@ -135,9 +135,9 @@ class TraceRun:
         """Say what happened to a kernel's working copy: once per file; at scale, a few and a count."""
         kind = "created" if outcome.created else outcome.status.value
         if outcome.created:
-            more = f"{{n}} more working copies ({{by}}) saved in {short_path(os.path.dirname(outcome.path))}; `lower-trace edits` lists them"
+            more = f"{{n:more working copy/more working copies}} ({{by}}) saved in {short_path(os.path.dirname(outcome.path))}; `lower-trace edits` lists them"
         else:
-            more = f"{{n}} more working copies ({{by}}) {outcome.status.value}; `lower-trace edits` lists them"
+            more = f"{{n:more working copy/more working copies}} ({{by}}) {outcome.status.value}; `lower-trace edits` lists them"
         self.messages.say(outcome.message(kernel), once=f"edit:{outcome.path}", group=f"edit:{kind}", more=more, label=kernel)
 
     def tracer_fault(self, exc: BaseException) -> None:
@@ -228,7 +228,7 @@ class TraceRun:
             return ""
         self.messages.say(
             f"{spec.kernel}: {spec.failed} failed; reproduce it without your program: {repro.command(folder)}",
-            group="repro", more="{n} more reproducers ({by}) written under " + short_path(os.path.join(self.run_dir, REPRO)), label=spec.kernel,
+            group="repro", more="{n:more reproducer/more reproducers} ({by}) written under " + short_path(os.path.join(self.run_dir, REPRO)), label=spec.kernel,
         )
         return folder
 

@@ -440,8 +440,10 @@ class CompileSession:
         try:
             outcome = decide()
             alias = self.run.edit_alias
-            if alias is not None and alias.applies_to(self.kernel_name, active.role, active.language):
-                outcome = alias.sync(outcome, decide)  # enable(codegen_output=PATH): PATH is this copy too
+            if alias is not None:  # enable(codegen_output=PATH): PATH may be this copy too
+                outcome = alias.sync(active.role, outcome, decide)
+                if alias.note:
+                    self.run.note(alias.note, once="codegen-output")
         except OSError as exc:
             self.run.edits_fault(exc)
             return generated

@@ -6,7 +6,8 @@ from typing import Any, TextIO
 
 from ..analysis.compare import Comparison, config_difference
 from ..analysis.configs import config_changes
-from ..model import KernelTrace, PassRecord, to_json
+from ..model import KernelTrace, PassRecord, PassStatus, to_json
+from ..repro import headline
 from .terminal import TerminalRenderer, printable
 
 
@@ -22,7 +23,7 @@ def _kernel(label: str, where: str, kernel: KernelTrace) -> str:
 
 def config_text(a: KernelTrace, b: KernelTrace) -> str:
     """'tl.disable_shuffle_elect: A unset, B True' for each config the two compiles differ in."""
-    shown = lambda value: "unset" if value is None else str(value)  # noqa: E731
+    shown = lambda value: "unset" if value is None else repr(value) if isinstance(value, str) else str(value)  # noqa: E731
     return "; ".join(f"{key}: A {shown(va)}, B {shown(vb)}" for key, (va, vb) in config_difference(a, b).items())
 
 
@@ -52,8 +53,16 @@ def render(stream: TextIO, result: Comparison, a: tuple[str, KernelTrace], b: tu
         if first is not None and first.a is not None and first.b is not None:
             view.render_diff(result.text(0, first.a.before), result.text(1, first.b.before))
     elif divergence.kind == "behaves differently" and divergence.a is not None and divergence.b is not None:
-        stream.write(c("bold", f"first divergence: A {_pass(divergence.a)} / B {_pass(divergence.b)} got the same IR and made different IR") + "\n")
-        view.render_diff(result.text(0, divergence.a.after), result.text(1, divergence.b.after))
+        failed = [(label, p) for label, p in (("A", divergence.a), ("B", divergence.b)) if p.status is PassStatus.FAILED]
+        if failed:  # one side raised: say so, and what it raised, rather than diff IR against nothing
+            label, record = failed[0]
+            other = "B" if label == "A" else "A"
+            error = f" ({printable(record.error.type)}: {printable(headline(record.error.message))})" if record.error else ""
+            both = f"A {_pass(divergence.a)} / B {_pass(divergence.b)}"
+            stream.write(c("bold", f"first divergence: {both} got the same IR; it failed in {label}{error}, not in {other}") + "\n")
+        else:
+            stream.write(c("bold", f"first divergence: A {_pass(divergence.a)} / B {_pass(divergence.b)} got the same IR and made different IR") + "\n")
+            view.render_diff(result.text(0, divergence.a.after), result.text(1, divergence.b.after))
     else:
         side, record = ("A", divergence.a) if divergence.a is not None else ("B", divergence.b)
         stream.write(c("bold", f"first divergence: {_pass(record)} runs in {side} only and changes the IR") + "\n")

@@ -53,6 +53,7 @@ const LTCompare = (() => {
   }
   function qualifier(text, start) {
     let end;
+    if (start >= 1 && text[start - 1] === "/") return ""; // a part of a path: tl_templates/cuda/reduce.h
     if (start >= 1 && text[start - 1] === ".") end = start - 1;
     else if (start >= 2 && text.slice(start - 2, start) === "::") end = start - 2;
     else return null;
@@ -153,7 +154,7 @@ const LTCompare = (() => {
 
   // "key: A unset, B True; …" for each pass config the two differ in (compare_view.config_text).
   function configText(a, b) {
-    const shown = (v) => (v === undefined || v === null ? "unset" : typeof v === "boolean" ? (v ? "True" : "False") : String(v));
+    const shown = (v) => (v === undefined || v === null ? "unset" : typeof v === "boolean" ? (v ? "True" : "False") : typeof v === "string" ? `'${v}'` : String(v));
     const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
     return keys.filter((k) => shown(a[k]) !== shown(b[k])).map((k) => `${k}: A ${shown(a[k])}, B ${shown(b[k])}`).join("; ");
   }

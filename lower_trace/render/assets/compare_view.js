@@ -39,7 +39,11 @@ const LTCompareView = (() => {
     const d = cmp.divergence;
     if (!d) return "every aligned pass got and made the same IR; the generated sources differ";
     if (d.kind === "input") return "first divergence: the kernels differ before the first pass (other kernels, or other variants)";
-    if (d.kind === "behaves differently") return `first divergence: A ${passText(d.a)} / B ${passText(d.b)} got the same IR and made different IR`;
+    if (d.kind === "behaves differently") {
+      const failed = d.a.status === "failed" ? "A" : d.b.status === "failed" ? "B" : "";
+      if (failed) return `first divergence: A ${passText(d.a)} / B ${passText(d.b)} got the same IR; it failed in ${failed}, not in ${failed === "A" ? "B" : "A"}`;
+      return `first divergence: A ${passText(d.a)} / B ${passText(d.b)} got the same IR and made different IR`;
+    }
     const side = d.a ? "A" : "B";
     return `first divergence: ${passText(d.a || d.b)} runs in ${side} only and changes the IR`;
   }
@@ -123,7 +127,7 @@ const LTCompareView = (() => {
       const span = el("span", `${cls}${step && step.status === "failed" ? " failed" : ""}`, step ? `${step.seq} ${step.name}` : "");
       if (step) {
         span.style.paddingLeft = `${(step.depth || 0) * 12}px`;
-        span.title = `${step.name} (${step.phase || ""})`;
+        span.title = LTText.visible(`${step.name} (${step.phase || ""})`);
       }
       return span;
     }

@@ -24,7 +24,7 @@ const LTIndex = (() => {
     // Which variant (its working copy, as `lower-trace edits` lists it): a sweep's kernels share one name.
     if (kernel.variant) cell.appendChild(el("span", "muted variant", kernel.variant));
     row.appendChild(cell);
-    row.title = [kernel.id, kernel.name, kernel.variant].filter(Boolean).join(" · ");
+    row.title = LTText.visible([kernel.id, kernel.name, kernel.variant].filter(Boolean).join(" · "));
     row.appendChild(el("span", "muted target", kernel.target || "?"));
     const counts = el("span", "counts");
     counts.appendChild(el("span", "", plural(kernel.passes, "pass", "passes")));

@@ -88,14 +88,14 @@ async function ltReport() {
       const label = isCodegen(step) ? `${step.role} codegen` : step.name;
       const name = el("span", "name", label);
       if (step.layouts && step.layouts.length) name.appendChild(el("span", "layout-badge", " ▦")).title = "this pass set fragment layouts: pictures in its view";
-      row.title = isCodegen(step) ? step.function : step.name;
+      row.title = LTText.visible(isCodegen(step) ? step.function : step.name);
       name.style.paddingLeft = `${(step.depth || 0) * 14}px`;
       widest = Math.max(widest, String(label).length);
       deepest = Math.max(deepest, step.depth || 0);
       row.appendChild(name);
       const phaseText = isCodegen(step) ? step.language : step.phase || "";
       const phase = el("span", "phase", phaseText);
-      phase.title = phaseText;
+      phase.title = LTText.visible(phaseText);
       phaseWidest = Math.max(phaseWidest, String(phaseText).length);
       const edit = page.rules.edit[step.edit_status];
       if (edit && edit.badge) {

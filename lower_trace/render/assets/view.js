@@ -117,7 +117,7 @@ const LTView = (() => {
         if (line.by) {
           const link = el("button", "blame-by", `#${line.by.seq} ${line.by.name}`);
           link.type = "button";
-          link.title = `${line.by.name}: show this pass's diff`;
+          link.title = LTText.visible(`${line.by.name}: show this pass's diff`);
           link.addEventListener("click", () => handlers.select(line.by.seq));
           who.appendChild(link);
         } else {
