@@ -288,8 +288,9 @@ def test_a_pass_that_fails_on_one_side_is_said_to_fail(tmp_path, tilelang, cuda_
     IR" over a diff of the whole kernel against nothing). Ground truth: the untraced compile's error."""
     import subprocess
 
-    from conftest import lower_trace_cli
     from tilelang import tvm
+
+    from conftest import lower_trace_cli
 
     bad = {"tl.layout_cost_model": "nonsense"}
     with pytest.raises(Exception) as untraced:

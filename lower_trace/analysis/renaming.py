@@ -258,10 +258,12 @@ _KEY = re.compile(r'^"([A-Za-z_][A-Za-z0-9_]*)"')
 def _sorted_maps(text: str, keys: Mapping[str, str] | None = None) -> str:
     """Such maps with their entries in key order; `keys` renames keys that are names first."""
 
+    names: Mapping[str, str] = keys or {}
+
     def entries(match: re.Match[str]) -> str:
         items = match.group(1).split(", ")
-        if keys:
-            items = [_KEY.sub(lambda k: f'"{keys.get(k.group(1), k.group(1))}"', item) for item in items]
+        if names:
+            items = [_KEY.sub(lambda k: f'"{names.get(k.group(1), k.group(1))}"', item) for item in items]
         return "{" + ", ".join(sorted(items)) + "}"
 
     return _FLAT_MAP.sub(entries, text)
