@@ -12,14 +12,13 @@ import os
 import sys
 from typing import Any
 
-MODULE = "tilelang.tools.lower_trace"
+from .seed_names import ENV_BUILTIN, MODULE, ORIGINALS
 
 
 def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
     """Called by the startup hook's finder for MODULE: import it with take_over() run right after
     (unless TL_LOWER_TRACE_BUILTIN=1 is set by now: then it stays TileLang's own)."""
     from . import post_import
-    from .seed_api import ENV_BUILTIN
 
     for finder in list(sys.meta_path):
         if type(finder).__name__ == "LowerTraceTakeover":
@@ -28,9 +27,6 @@ def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
         return None
     post_import.when_imported(MODULE, take_over)
     return post_import.find_spec(name, path, target)
-
-
-ORIGINALS = "_lower_trace_builtin"  # the module's own functions, kept on it: {name: function}
 
 
 def take_over(module: Any) -> None:
@@ -43,8 +39,3 @@ def take_over(module: Any) -> None:
             setattr(module, attr, function)
     except Exception as exc:  # never stop the user's import
         sys.stderr.write(f"lower-trace: could not take over {MODULE} ({type(exc).__name__}: {exc}); it stays TileLang's own\n")
-
-
-def builtin(module: Any, attr: str) -> Any:
-    """TileLang's own function `attr` of its tracer module, taken over or not (None if it has none)."""
-    return getattr(module, ORIGINALS, {}).get(attr) or getattr(module, attr, None)

@@ -1,8 +1,8 @@
 """TileLang's tracer module, driven by lower-trace.
 
-Scripts written for TileLang's built-in tracer call it through its module::
+Scripts written for TileLang's built-in tracer call it through its module
+(``tilelang.tools.lower_trace``)::
 
-    from tilelang.tools import lower_trace
     lower_trace.enable(mode="html", trace_dir="traces", codegen_output="codegen.cu")
     ...
     lower_trace.reset(); lower_trace.disable()
@@ -21,8 +21,8 @@ import sys
 from typing import Any
 
 from .config import ENV_MODE, parse_mode_loosely
+from .seed_names import ENV_BUILTIN
 
-ENV_BUILTIN = "TL_LOWER_TRACE_BUILTIN"  # 1: tilelang.tools.lower_trace stays TileLang's own tracer
 _UNSET: Any = object()
 _said: list[bool] = []
 

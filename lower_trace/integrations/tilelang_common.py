@@ -8,7 +8,7 @@ import sys
 
 import tilelang
 
-from .. import _takeover
+from .. import seed_names
 from ..capture.sink import TraceSink
 from ..config import mode_variable_is_set
 from .tvm_ir import tvm_version
@@ -36,11 +36,11 @@ def keep_builtin_tracer_off(run: TraceSink) -> None:
     TL_LOWER_TRACE set before lower-trace was enabled), stop it through its public
     disable(); either way, say once that ours is the only one writing."""
     builtin = sys.modules.get("tilelang.tools.lower_trace")
-    own_disable = _takeover.builtin(builtin, "disable") if builtin is not None else None
+    own_disable = seed_names.builtin(builtin, "disable") if builtin is not None else None
     if own_disable is not None:
         own_disable()  # TileLang's own, also where seed_api drives the module
     exists = builtin is not None or importlib.util.find_spec("tilelang.tools.lower_trace") is not None
-    taken_over = builtin is not None and hasattr(builtin, _takeover.ORIGINALS)  # seed_api said so already
+    taken_over = builtin is not None and seed_names.taken_over(builtin)  # seed_api said so already
     if exists and not taken_over and (mode_variable_is_set() or builtin is not None):
         run.note("TileLang's built-in lower_trace is off; lower-trace is the only tracer writing", once="builtin")
 
