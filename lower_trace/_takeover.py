@@ -19,11 +19,12 @@ def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
     """Called by the startup hook's finder for MODULE: import it with take_over() run right after
     (unless TL_LOWER_TRACE_BUILTIN=1 is set by now: then it stays TileLang's own)."""
     from . import post_import
+    from .config import is_truthy
 
     for finder in list(sys.meta_path):
         if type(finder).__name__ == "LowerTraceTakeover":
             sys.meta_path.remove(finder)  # once is enough
-    if os.environ.get(ENV_BUILTIN, "").strip().lower() in ("1", "on", "true", "yes"):  # as the startup line reads it
+    if is_truthy(os.environ.get(ENV_BUILTIN)):
         return None
     post_import.when_imported(MODULE, take_over)
     return post_import.find_spec(name, path, target)

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from .cli_select import UsageError
+from .text_safety import plural
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
@@ -94,10 +95,6 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     color = True if args.color == "always" else False if args.color == "never" else None
     TerminalRenderer(sys.stdout, color=color).render_diff(bad.trace.snapshot(culprit.before), bad.trace.snapshot(culprit.after or culprit.before))
     return 0
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _nth(n: int) -> str:

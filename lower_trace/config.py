@@ -57,6 +57,11 @@ def parse_mode(value: str | None) -> str | None:
     )
 
 
+def is_truthy(value: str | None) -> bool:
+    """1/on/true/yes, as the startup line (lower_trace_startup.pth) reads its switches."""
+    return value is not None and value.strip().lower() in _TRUTHY
+
+
 def parse_switch(name: str, value: str | None) -> bool:
     """An on/off variable: 1/on/true/yes or 0/off/false/no (unset: off); ConfigError otherwise."""
     if value is None or not value.strip():

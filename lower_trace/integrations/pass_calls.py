@@ -123,9 +123,10 @@ def describe(value: Any, imports: set[str]) -> tuple[str, str]:
     if isinstance(value, tvm.transform.PassContext):
         imports.add("tvm")
         return "tvm.transform.PassContext.current()", ""
-    scalar = getattr(value, "value", None)
-    if isinstance(scalar, (bool, int, float, str)) and type(value).__name__ in ("IntImm", "FloatImm", "StringImm", "Bool"):
-        return repr(bool(scalar) if str(getattr(value, "dtype", "")) == "bool" else scalar), ""
+    if type(value).__name__ in ("IntImm", "FloatImm", "StringImm", "Bool"):
+        from .replay import config_value
+
+        return repr(config_value(value)), ""  # T.bool(True) -> True, as configs are read
     where = _importable(value) if callable(value) else None
     if where is not None:
         imports.add(where[0])
