@@ -163,7 +163,7 @@ def traced_runs(counts, target, browser, builtin: bool) -> list[dict]:
 
 def sweeps(counts, target, browser) -> list[dict]:
     import lower_trace
-    from lower_trace.render.report_writer import ReportWriter
+    from lower_trace.render.report.writer import ReportWriter
     from report_fixtures import sweep_report
 
     base_dir = tempfile.mkdtemp(prefix="lt-sweep-base-")

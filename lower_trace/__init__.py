@@ -20,19 +20,19 @@ from typing import TYPE_CHECKING, Any
 __all__ = ["__version__", "current_run", "disable", "enable", "instrument", "load_trace", "reset", "run_passes", "trace"]
 
 if TYPE_CHECKING:
-    from .api import current_run, disable, enable, instrument, reset, run_passes, trace
-    from .store import load_trace
+    from lower_trace.api import current_run, disable, enable, instrument, reset, run_passes, trace
+    from lower_trace.store.reader import load_trace
 
 
 def __getattr__(name: str) -> Any:
     """The API, imported on first use: `import lower_trace` (and the pytest plugin, which every
     pytest run loads where lower-trace is installed) stays cheap until something is called."""
     if name == "load_trace":
-        from .store import load_trace
+        from lower_trace.store.reader import load_trace
 
         return load_trace
     if name in __all__:
-        from . import api
+        from lower_trace import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'lower_trace' has no attribute {name!r}")

@@ -8,11 +8,11 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from .capture.messages import Messages
-from .capture.run import TraceRun
-from .config import Config, make_config
-from .paths import safe_component
-from .store import REPORT
+from lower_trace.capture.messages import Messages
+from lower_trace.capture.run import TraceRun
+from lower_trace.config import Config, make_config
+from lower_trace.store.layout import REPORT
+from lower_trace.store.paths import safe_component
 
 _lock = threading.RLock()
 _run: TraceRun | None = None
@@ -51,7 +51,7 @@ def enable(
 
 def _start(config: Config) -> TraceRun:
     global _run, _atexit_registered, _first_start
-    from . import integrations
+    from lower_trace import integrations
 
     with _lock:
         if _run is not None and _run.config == config and not _run.closed:
@@ -71,7 +71,7 @@ def _start(config: Config) -> TraceRun:
 def _attach_renderers(run: TraceRun) -> None:
     """The views a run feeds as kernels finish: the live terminal view, the HTML report."""
     try:
-        from .render.live import ReportListener, TerminalListener
+        from lower_trace.render.live import ReportListener, TerminalListener
     except Exception as exc:  # a broken renderer must not stop tracing (nor the program)
         run.tracer_fault(exc)
         return
@@ -95,7 +95,7 @@ def reset() -> TraceRun | None:
 def disable() -> None:
     """Stop tracing: close the run and detach from TileLang, restoring what was changed (idempotent)."""
     global _run
-    from . import integrations
+    from lower_trace import integrations
 
     with _lock:
         run, _run = _run, None
@@ -133,7 +133,7 @@ def instrument(mode: str = "html", trace_dir: str | os.PathLike | None = None) -
     """
     if _run is None:
         enable(mode, trace_dir)
-    from .integrations.tvm import session_instrument
+    from lower_trace.integrations.tvm import session_instrument
 
     return session_instrument(current_run)
 
@@ -153,8 +153,8 @@ def run_passes(
     """
     import shutil
 
-    from .diff import unified_lines
-    from .integrations import one_shot
+    from lower_trace.analysis.text_diff import unified_lines
+    from lower_trace.integrations import one_shot
 
     text = str(mode).strip().lower()
     if text not in ("terminal", "html", "both"):

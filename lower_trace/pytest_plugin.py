@@ -66,7 +66,7 @@ def _settings(config: Any) -> tuple[str | None, str, str]:
     folder = config.getoption("lower_trace_dir")
     if folder is None and mode is not None:  # lower-trace is imported only when asked for
         from lower_trace.config import default_trace_dir
-        from lower_trace.store import PYTEST_DIR
+        from lower_trace.store.layout import PYTEST_DIR
 
         folder = os.path.join(default_trace_dir(), PYTEST_DIR)
     return mode, keep, os.path.abspath(folder or ".")
@@ -82,7 +82,7 @@ def pytest_configure(config: Any) -> None:
 
 
 def _test_name(nodeid: str) -> str:
-    from lower_trace.paths import safe_component
+    from lower_trace.store.paths import safe_component
 
     return safe_component(nodeid.replace("::", "--").replace("/", "-"), "test")
 

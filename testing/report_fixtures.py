@@ -6,8 +6,9 @@ import time
 import kernels
 import lower_trace
 from lower_trace.model import ErrorInfo, PassRecord, PassStatus, RunInfo, to_json
-from lower_trace.render.html import write_report
-from lower_trace.store import TraceWriter, digest_of
+from lower_trace.render.report.page import write_report
+from lower_trace.store.layout import digest_of
+from lower_trace.store.writer import TraceWriter
 
 EVIL_NAME = 'k</script><script>window.__pwned=1</script><!--\u2028"\'&<b>x</b>\u202eevil'
 EVIL_IR = (
@@ -104,7 +105,7 @@ def variant(kernel, index, text_of, shared):
 def sweep_report(trace, path, count, close=True, latest_link=None):
     """A report of `count` kernels k1..k<count> built from trace's real kernels, in turn,
     through ReportWriter as a traced run would. Returns the writer (closed if close)."""
-    from lower_trace.render.report_writer import ReportWriter
+    from lower_trace.render.report.writer import ReportWriter
 
     writer = ReportWriter(path, trace.run, latest_link=latest_link)
     bases = trace.kernels

@@ -130,7 +130,7 @@ def test_run_command_rejects_bad_input_in_one_line(tmp_path):
 def test_startup_hook_is_safe_to_run_twice(run_python):
     code = """
 import site, sys, sysconfig
-import lower_trace._startup as startup
+import lower_trace.startup.hook as startup
 startup.activate()
 site.addsitedir(sysconfig.get_paths()["purelib"])  # processes every .pth again
 import tilelang

@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("tilelang")
 
 from conftest import lower_trace_cli  # noqa: E402
-from lower_trace.bisect import KNOWN_REQUIRED, Bisector  # noqa: E402
 from lower_trace.model import PassStatus  # noqa: E402
+from lower_trace.rerun.bisection import KNOWN_REQUIRED, Bisector  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import lower_trace_cli
 from lower_trace import load_trace
-from lower_trace.cli import main
+from lower_trace.cli.main import main
 from lower_trace.model import CodegenRecord, ErrorInfo, KernelStatus, KernelTrace, PassRecord, PassStatus
 from lower_trace.render.terminal import TerminalRenderer
 
@@ -386,7 +386,7 @@ def test_run_reports_the_scripts_exception_as_python_does(tmp_path):
 
 def _write_states(run_dir):
     from lower_trace.model import RunInfo, to_json
-    from lower_trace.store import TraceWriter
+    from lower_trace.store.writer import TraceWriter
 
     writer = TraceWriter(str(run_dir), RunInfo(run_id="r", started=0.0, script="s"))
     for kernel_id, name in (("k1", "fine"), ("k2", "gcc_fails"), ("k3", "pass_fails"), ("k4", "killed"), ("k5", "evil\x1b[2J\u202e")):

@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from lower_trace import diff, load_trace
+from lower_trace import load_trace
+from lower_trace.analysis import text_diff as diff
 from lower_trace.analysis.compare import Side, compare
 from report_fixtures import EVIL_IR, EVIL_NAME, Page, hostile_run
 

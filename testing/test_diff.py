@@ -1,4 +1,4 @@
-from lower_trace import diff
+from lower_trace.analysis import text_diff as diff
 
 BEFORE = "\n".join(f"line {i}" for i in range(20))
 AFTER = BEFORE.replace("line 5", "line five").replace("line 15\n", "") + "\nline 20"

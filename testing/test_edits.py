@@ -13,8 +13,8 @@ import time
 import pytest
 
 from conftest import lower_trace_cli
-from lower_trace.edit_outcome import EditStatus
-from lower_trace.override import EditStore
+from lower_trace.edits.outcome import EditStatus
+from lower_trace.edits.working_copies import EditStore
 
 # Arguments: the scale factors to compile (one variant of `scale` each, in this order), and
 # "plus" for the kernel as its author changed it later (C = A * factor + 1).
@@ -170,7 +170,7 @@ def test_variants_of_one_kernel_have_their_own_working_copies(user, tmp_path):
     # Which copy is which: the literals that differ, with a little code around them.
     import lower_trace
 
-    run_dir = lower_trace.store.list_runs(str(tmp_path / "tmp" / "lower_trace_dir"))[-1]
+    run_dir = lower_trace.store.layout.list_runs(str(tmp_path / "tmp" / "lower_trace_dir"))[-1]
     for where in ([], [run_dir], [str(folder.parent)]):
         listing = subprocess.run([lower_trace_cli(), "edits", *where], cwd=tmp_path, capture_output=True, text=True)
         assert listing.returncode == 0, listing.stderr
@@ -551,7 +551,7 @@ def test_other_pass_configs_are_other_variants_and_the_listing_says_so(tmp_path)
 
 def test_a_sweep_costs_the_same_per_compile_however_many_variants(tmp_path, monkeypatch):
     """100 variants: a compile's cost (time, and files opened) does not grow with the count."""
-    from lower_trace import override
+    from lower_trace.edits import working_copies as override
 
     opened = []
     real_open = open
@@ -586,7 +586,7 @@ def test_a_sweep_costs_the_same_per_compile_however_many_variants(tmp_path, monk
 
 CONCURRENT = """
 import json, sys
-from lower_trace.override import EditStore
+from lower_trace.edits.working_copies import EditStore
 sys.path.insert(0, sys.argv[2])
 import test_edits
 import os, time

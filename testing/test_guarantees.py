@@ -215,7 +215,7 @@ HOSTILE_NAMES = ["../../escape", "/abs/olute", 'quo"te\'s', "nul\x00byte", "bidi
 
 
 def test_hostile_kernel_names_never_write_outside(tmp_path):
-    from lower_trace.override import EditStore
+    from lower_trace.edits.working_copies import EditStore
 
     store = EditStore(str(tmp_path / "script"))
     for index, name in enumerate(HOSTILE_NAMES):

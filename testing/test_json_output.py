@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from lower_trace import load_trace
-from lower_trace.cli import main
+from lower_trace.cli.main import main
 from lower_trace.model import CodegenRecord, PassStatus
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "trace-format-1")

@@ -22,7 +22,7 @@ from tilelang import tvm  # noqa: E402
 
 import kernels  # noqa: E402
 import lower_trace  # noqa: E402
-import lower_trace.store  # noqa: E402
+import lower_trace.store.layout  # noqa: E402
 from lower_trace.model import KernelStatus, PassStatus  # noqa: E402
 
 CUDA = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
@@ -149,7 +149,7 @@ print("RESULT", c[:4].tolist())
     assert bad.returncode != 0 and f"{working}:" in bad.stderr
     assert "the compile failed while using your edit of" in bad.stderr and "1 failed to compile" in bad.stderr
     working.write_text(text.replace("(A[i] + B[i])", "(A[i] - B[i])"))
-    runs = lower_trace.store.list_runs(str(tmp_path / "tmp" / "lower_trace_dir"))
+    runs = lower_trace.store.layout.list_runs(str(tmp_path / "tmp" / "lower_trace_dir"))
     (kernel,) = lower_trace.load_trace(runs[1]).kernels  # the PATCHED run
     assert kernel.codegen[0].edit_status == "PATCHED" and kernel.codegen[0].language == "c"
     assert len(kernel.passes) > 40 and kernel.entry == "jit"

@@ -151,7 +151,7 @@ def test_a_failing_tvm_pass_leaves_a_reproducer(tmp_path):
 
 
 def test_replay_of_a_tvm_compile(tmp_path, monkeypatch, capsys):
-    from lower_trace.cli import main
+    from lower_trace.cli.main import main
 
     monkeypatch.setenv("TL_LOWER_TRACE_REPLAY", "1")
     with tvm.transform.PassContext(instruments=[lower_trace.instrument(mode="html", trace_dir=tmp_path)]):
@@ -183,7 +183,7 @@ def test_timing_shows_where_a_slow_nested_pass_spends_its_time(tmp_path, capsys)
     import time
 
     from lower_trace.analysis.timing import kernel_timing, run_timing
-    from lower_trace.cli import main
+    from lower_trace.cli.main import main
     from lower_trace.render.timing_view import ms_text
 
     def sleeper(name, seconds):

@@ -18,7 +18,7 @@ ANY_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=()), ma
 @settings(max_examples=300, deadline=None)
 @given(ANY_TEXT)
 def test_safe_component_is_always_one_harmless_path_part(name):
-    from lower_trace.paths import safe_component
+    from lower_trace.store.paths import safe_component
 
     part = safe_component(name)
     assert part and part not in (".", "..") and len(part) <= 80
@@ -28,7 +28,7 @@ def test_safe_component_is_always_one_harmless_path_part(name):
 @settings(max_examples=200, deadline=None)
 @given(ANY_TEXT, ANY_TEXT)
 def test_safe_component_keeps_different_names_apart(a, b):
-    from lower_trace.paths import safe_component
+    from lower_trace.store.paths import safe_component
 
     if a != b:  # a 32-bit digest of the original name is kept whenever it had to be rewritten
         assert safe_component(a) != safe_component(b)
@@ -38,7 +38,8 @@ def test_safe_component_keeps_different_names_apart(a, b):
 @given(name=ANY_TEXT, text=ANY_TEXT)
 def test_store_round_trips_any_text(tmp_path_factory, name, text):
     from lower_trace.model import PassRecord, PassStatus, RunInfo, to_json
-    from lower_trace.store import TraceWriter, digest_of
+    from lower_trace.store.layout import digest_of
+    from lower_trace.store.writer import TraceWriter
 
     run_dir = tmp_path_factory.mktemp("fuzz")
     writer = TraceWriter(str(run_dir), RunInfo(run_id="r", started=0.0, script=name))
@@ -61,7 +62,7 @@ def test_store_round_trips_any_text(tmp_path_factory, name, text):
     )
 )
 def test_json_in_the_page_is_inert_for_any_data(data):
-    from lower_trace.render.html import json_for_script
+    from lower_trace.render.report.page import json_for_script
 
     text = json_for_script(data)
     assert "<" not in text and ">" not in text and "\u2028" not in text and "\u2029" not in text
@@ -111,7 +112,7 @@ def test_the_terminal_keeps_line_breaks_and_neutralises_everything_else(text):
 @given(st.lists(st.sampled_from("abc"), max_size=14), st.lists(st.sampled_from("abc"), max_size=14))
 def test_myers_keeps_a_longest_common_subsequence(a, b):
     """diff.myers (blame's and align's matcher, the page's algorithm) against an LCS computed here."""
-    from lower_trace.diff import myers
+    from lower_trace.analysis.text_diff import myers
     from report_fixtures import lcs
 
     pairs = myers(a, b)

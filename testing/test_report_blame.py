@@ -93,7 +93,7 @@ def test_the_page_and_python_run_the_same_diff(gemm_page):
     """LTDiff.myers and diff.myers keep the same pairs (ties broken alike), so both blame and align alike."""
     import random
 
-    from lower_trace.diff import myers
+    from lower_trace.analysis.text_diff import myers
 
     view, _ = gemm_page
     rng = random.Random(11)

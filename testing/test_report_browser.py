@@ -50,7 +50,7 @@ def test_loads_offline_without_errors_and_opens_on_the_failure(report, real_trac
 
 
 def test_clicking_a_pass_shows_its_diff(report, real_trace):
-    from lower_trace import diff
+    from lower_trace.analysis import text_diff as diff
 
     view = report()
     page = view.page
@@ -420,7 +420,7 @@ def test_the_page_marks_what_unicode_calls_control_format_or_separator(report):
 
 def test_page_diff_counts_agree_with_the_terminal_on_real_passes(report, real_trace):
     """The +/- counts of the page (Myers) and of diff.py (difflib) on every changed pass of the run."""
-    from lower_trace import diff
+    from lower_trace.analysis import text_diff as diff
 
     pairs = [
         (real_trace.snapshot(p.before), real_trace.snapshot(p.after))
@@ -448,9 +448,9 @@ def test_every_edit_status_has_its_badge_and_note(browser, tmp_path, real_trace)
     """The edit-status words come from edit_outcome.EditStatus; the page knows each of them."""
     import dataclasses
 
-    from lower_trace.edit_outcome import EditStatus
-    from lower_trace.render.html import EDIT_BADGED, EDIT_TEXT
-    from lower_trace.render.report_writer import ReportWriter
+    from lower_trace.edits.outcome import EditStatus
+    from lower_trace.render.report.page import EDIT_BADGED, EDIT_TEXT
+    from lower_trace.render.report.writer import ReportWriter
 
     base = real_trace.kernels[2]  # the C kernel: one device codegen step
     (codegen,) = base.codegen

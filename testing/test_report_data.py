@@ -14,9 +14,9 @@ import pytest
 
 from lower_trace import load_trace
 from lower_trace.model import KernelStatus
-from lower_trace.render import report_writer
-from lower_trace.render.html import json_for_script, page_rules, snapshot_digests, write_report
-from lower_trace.render.report_writer import ReportWriter
+from lower_trace.render.report import writer as report_writer
+from lower_trace.render.report.page import json_for_script, page_rules, snapshot_digests, write_report
+from lower_trace.render.report.writer import ReportWriter
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "trace-format-1")
 
@@ -217,7 +217,7 @@ def test_title_and_placeholders_are_filled_once(tmp_path):
     assert "<title>lower-trace: k&lt;/script&gt;&lt;script&gt;" in head
     assert not re.search(r"\{\{(title|css|data|scripts)\}\}", html)
     # run data, the page's scripts, one kernel's payload and summary, the end marker.
-    from lower_trace.render.html import SCRIPTS
+    from lower_trace.render.report.page import SCRIPTS
 
     assert html.count("<script") == 4 + len(SCRIPTS) and html.count("</script>") == 4 + len(SCRIPTS)
     header, (kernel,), _, _, _ = parse(html)

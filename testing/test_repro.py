@@ -161,7 +161,7 @@ def test_replay_of_layout_passes_and_of_passes_with_arguments_is_identical(repla
 
 def test_replay_after_a_fix_shows_the_diff(replay_trace, monkeypatch, capsys):
     """A simulated fix: the pass is monkeypatched to also mark every function it returns."""
-    from lower_trace.cli import main
+    from lower_trace.cli.main import main
 
     trace, kernel, _ = replay_trace
     record = next(p for p in kernel.passes if p.name == "tl.FlattenBuffer")

@@ -12,7 +12,9 @@ from lower_trace.model import (
     RunInfo,
     to_json,
 )
-from lower_trace.store import FORMAT_VERSION, TraceDamaged, TraceNotFound, TraceWriter, digest_of, find_run_dir, load_trace
+from lower_trace.store.layout import FORMAT_VERSION, TraceNotFound, digest_of, find_run_dir
+from lower_trace.store.reader import TraceDamaged, load_trace
+from lower_trace.store.writer import TraceWriter
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 IR_A = "# from tvm.script import tir as T\n@T.prim_func\ndef main():\n    pass\n"

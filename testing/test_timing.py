@@ -11,7 +11,7 @@ import re
 import pytest
 
 from lower_trace.analysis.timing import kernel_timing, line_count, run_timing
-from lower_trace.cli import main
+from lower_trace.cli.main import main
 from lower_trace.model import CodegenRecord, PassStatus
 from lower_trace.render.timing_view import ms_text, write_run_table
 from report_fixtures import Page, sweep_report, wait_until

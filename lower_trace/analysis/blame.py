@@ -16,8 +16,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..diff import myers, split_lines
-from ..model import KernelTrace, PassRecord
+from lower_trace.analysis.text_diff import myers, split_lines
+from lower_trace.model import KernelTrace, PassRecord
 
 TextOf = Callable[[str], str]
 

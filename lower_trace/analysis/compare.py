@@ -28,10 +28,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..diff import myers
-from ..model import CodegenRecord, KernelTrace, PassRecord, PassStatus
-from .configs import config_changes
-from .renaming import correspondence, identifiers, kernel_renames, rename, sorted_functions
+from lower_trace.analysis.configs import config_changes
+from lower_trace.analysis.renaming import correspondence, identifiers, kernel_renames, rename, sorted_functions
+from lower_trace.analysis.text_diff import myers
+from lower_trace.model import CodegenRecord, KernelTrace, PassRecord, PassStatus
 
 TextOf = Callable[[str], str]
 

@@ -12,7 +12,7 @@ import math
 import re
 from typing import Any
 
-from ..model import KernelTrace
+from lower_trace.model import KernelTrace
 
 _BOOL = re.compile(r"T\.bool\((True|False)\)")
 _INT = re.compile(r"T\.u?int\d+\((-?\d+)\)|(-?\d+)")  # an int32 IntImm prints bare: "32"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ..model import CodegenRecord, KernelTrace, PassRecord
+from lower_trace.model import CodegenRecord, KernelTrace, PassRecord
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..config import BisectPlan
+from lower_trace.config import BisectPlan
 
 
 class PassGate:

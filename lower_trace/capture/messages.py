@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from ..text_safety import plural, printable_lines
+from lower_trace.text_safety import plural, printable_lines
 
 _COUNTED = re.compile(r"\{n:([^/{}]+)/([^{}]+)\}")  # "{n:copy/copies}" in a group's summary
 

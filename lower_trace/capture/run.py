@@ -17,19 +17,20 @@ import threading
 import time
 from typing import Any, NamedTuple
 
-from .. import repro
-from ..config import Config
-from ..edit_alias import EditAlias
-from ..edit_outcome import EditOutcome, EditStatus, short_path
-from ..model import KernelEnd, KernelStart, KernelStatus, KernelTrace, Note, RunInfo, to_json
-from ..override import EditStore
-from ..paths import script_name
-from ..repro import ReproSpec
-from ..store import REPORT, REPRO, TraceWriter, new_run_dir, script_dir_of
-from .gate import PassGate
-from .messages import Messages
-from .sink import KernelListener
-from .worker import Worker
+from lower_trace.capture.gate import PassGate
+from lower_trace.capture.messages import Messages
+from lower_trace.capture.sink import KernelListener
+from lower_trace.capture.worker import Worker
+from lower_trace.config import Config
+from lower_trace.edits.alias import EditAlias
+from lower_trace.edits.outcome import EditOutcome, EditStatus, short_path
+from lower_trace.edits.working_copies import EditStore
+from lower_trace.model import KernelEnd, KernelStart, KernelStatus, KernelTrace, Note, RunInfo, to_json
+from lower_trace.rerun import repro
+from lower_trace.rerun.repro import ReproSpec
+from lower_trace.store.layout import REPORT, REPRO, new_run_dir, script_dir_of
+from lower_trace.store.paths import script_name
+from lower_trace.store.writer import TraceWriter
 
 
 def spare_core() -> bool:

@@ -18,12 +18,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..edit_outcome import EditOutcome, line_directive
-from ..model import CodegenRecord, ErrorInfo, FragmentLayout, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus
-from ..repro import PassBuild, ReproSpec
-from ..store import digest_of
-from .sink import TraceSink
-from .worker import SnapshotRef
+from lower_trace.capture.sink import TraceSink
+from lower_trace.capture.worker import SnapshotRef
+from lower_trace.edits.outcome import EditOutcome, line_directive
+from lower_trace.model import CodegenRecord, ErrorInfo, FragmentLayout, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus
+from lower_trace.rerun.repro import PassBuild, ReproSpec
+from lower_trace.store.layout import digest_of
 
 _RECENT = 8  # recent contents remembered; covers nested passes and the host/device split
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..config import Config
-from ..edit_alias import EditAlias
-from ..edit_outcome import EditOutcome
-from ..model import KernelTrace, RunInfo
-from ..override import EditStore
-from ..repro import ReproSpec
-from .gate import PassGate
-from .worker import Worker
+from lower_trace.capture.gate import PassGate
+from lower_trace.capture.worker import Worker
+from lower_trace.config import Config
+from lower_trace.edits.alias import EditAlias
+from lower_trace.edits.outcome import EditOutcome
+from lower_trace.edits.working_copies import EditStore
+from lower_trace.model import KernelTrace, RunInfo
+from lower_trace.rerun.repro import ReproSpec
 
 TextOf = Callable[[str], str]
 

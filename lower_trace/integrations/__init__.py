@@ -10,9 +10,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .. import post_import
-from ..capture.sink import GetRun, TraceSink
-from ..config import hide_mode_variable
+from lower_trace.capture.sink import GetRun, TraceSink
+from lower_trace.config import hide_mode_variable
+from lower_trace.integrations import post_import
 
 _installed: list[Any] = []
 
@@ -34,7 +34,7 @@ def _attach_tvm(get_run: GetRun, module: Any) -> None:
         run.note(f"TVM {version} is not supported; lower-trace supports {SUPPORTED}. Your program runs on untraced", once="unsupported")
         return
     try:
-        from .tvm import TVMIntegration
+        from lower_trace.integrations.tvm import TVMIntegration
 
         integration = TVMIntegration(get_run)
         integration.install()
@@ -50,7 +50,7 @@ def _apply_bisect_configs(run: TraceSink) -> None:
     """In a child of lower-trace bisect --configs: the config being tried, in every PassContext."""
     plan = run.config.bisect
     if plan is not None and plan.configs:
-        from .extra_configs import apply
+        from lower_trace.integrations.extra_configs import apply
 
         apply(plan.configs)
 
@@ -58,7 +58,7 @@ def _apply_bisect_configs(run: TraceSink) -> None:
 def _probe_json_if_replaying(run: TraceSink) -> None:
     """Replay mode needs TVM's JSON at the first pass: check it works now, on a thread."""
     if run.config.replay and run.config.writes_trace:
-        from .replay import probe_soon
+        from lower_trace.integrations.replay import probe_soon
 
         probe_soon()
 
@@ -97,12 +97,12 @@ def _tilelang_integration(get_run: GetRun, run: TraceSink) -> Any:
 
     version = str(getattr(tilelang, "__version__", "0"))
     try:
-        from .tilelang import TileLangIntegration
+        from lower_trace.integrations.tilelang import TileLangIntegration
 
         return TileLangIntegration(get_run)
     except ImportError:
         pass
-    from . import tilelang_legacy
+    from lower_trace.integrations import tilelang_legacy
 
     if _version_tuple(version) >= _OLDEST_TILELANG and tilelang_legacy.supported():
         return tilelang_legacy.LegacyTileLangIntegration(get_run)

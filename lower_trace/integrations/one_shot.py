@@ -14,9 +14,9 @@ from typing import Any
 
 import tvm
 
-from ..capture.session import CompileSession
-from ..capture.sink import GetRun
-from .tvm_ir import TVMIR, instrument_for
+from lower_trace.capture.session import CompileSession
+from lower_trace.capture.sink import GetRun
+from lower_trace.integrations.tvm_ir import TVMIR, instrument_for
 
 PHASE = "run_passes"
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import tvm
 
-from ..capture.naming import CallShape
-from ..model import PassCall
-from ..repro import FACTORY_MODULES
+from lower_trace.capture.naming import CallShape
+from lower_trace.model import PassCall
+from lower_trace.rerun.repro import FACTORY_MODULES
 
 
 def recorded_call(shape: CallShape, frame: Any, library: bool) -> PassCall | None:
@@ -98,7 +98,7 @@ def _target_source(target: Any) -> str:
     key = str(target)
     found = _TARGETS.get(key)
     if found is None:
-        from .replay import target_json
+        from lower_trace.integrations.replay import target_json
 
         if len(_TARGETS) > 32:
             _TARGETS.clear()
@@ -124,7 +124,7 @@ def describe(value: Any, imports: set[str]) -> tuple[str, str]:
         imports.add("tvm")
         return "tvm.transform.PassContext.current()", ""
     if type(value).__name__ in ("IntImm", "FloatImm", "StringImm", "Bool"):
-        from .replay import config_value
+        from lower_trace.integrations.replay import config_value
 
         return repr(config_value(value)), ""  # T.bool(True) -> True, as configs are read
     where = _importable(value) if callable(value) else None

@@ -24,8 +24,8 @@ except ImportError:
     pass
 import tvm
 
-from ..model import PassCall
-from ..repro import ANONYMOUS, FACTORY_MODULES, PassBuild
+from lower_trace.model import PassCall
+from lower_trace.rerun.repro import ANONYMOUS, FACTORY_MODULES, PassBuild
 
 
 class JSONBroken(RuntimeError):
@@ -100,7 +100,7 @@ def module_json(mod: Any) -> str:
 def load_module(text: str) -> tuple[Any, str]:
     """The module TVM's JSON holds, its TileLang layouts restored exactly (tilelang_layout_restore);
     and a note, "" unless something could not be restored."""
-    from .tilelang_layout_restore import restore_layouts
+    from lower_trace.integrations.tilelang_layout_restore import restore_layouts
 
     return restore_layouts(tvm.ir.load_json(text), text)
 

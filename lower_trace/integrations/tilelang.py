@@ -13,10 +13,17 @@ from typing import Any
 
 from tilelang import instrumentation as tl_instr
 
-from ..capture.session import CompileSession
-from ..capture.sink import GetRun, TraceSink
-from .tilelang_common import LIBRARY_DIRS, PHASE_OF_FUNCTION, bypass_kernel_cache, keep_builtin_tracer_off, restore_kernel_cache, versions
-from .tvm_ir import TVMIR, SourceHooks, instrument_for
+from lower_trace.capture.session import CompileSession
+from lower_trace.capture.sink import GetRun, TraceSink
+from lower_trace.integrations.tilelang_common import (
+    LIBRARY_DIRS,
+    PHASE_OF_FUNCTION,
+    bypass_kernel_cache,
+    keep_builtin_tracer_off,
+    restore_kernel_cache,
+    versions,
+)
+from lower_trace.integrations.tvm_ir import TVMIR, SourceHooks, instrument_for
 
 TOOL_NAME = "lower-trace"
 

@@ -8,10 +8,10 @@ import sys
 
 import tilelang
 
-from .. import seed_names
-from ..capture.sink import TraceSink
-from ..config import mode_variable_is_set
-from .tvm_ir import tvm_version
+from lower_trace.capture.sink import TraceSink
+from lower_trace.config import mode_variable_is_set
+from lower_trace.integrations.tvm_ir import tvm_version
+from lower_trace.startup import seed_names
 
 # TileLang's own Python: its pipelines' pass arguments are evaluated again to be written down (pass_calls.py).
 LIBRARY_DIRS = (os.path.dirname(os.path.abspath(str(tilelang.__file__))),)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..model import FragmentLayout
+from lower_trace.model import FragmentLayout
 
 # The annotation as the IR's text shows it: a pass whose output's text has other ones than its
 # input's changed the layouts (this is what decides, cheaply, whether layouts are read at all).

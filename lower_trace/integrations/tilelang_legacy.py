@@ -23,12 +23,19 @@ import sys
 from contextvars import ContextVar
 from typing import Any
 
-from ..capture.naming import call_sites
-from ..capture.session import CompileSession
-from ..capture.sink import GetRun
-from .patching import Patches
-from .tilelang_common import LIBRARY_DIRS, PHASE_OF_FUNCTION, bypass_kernel_cache, keep_builtin_tracer_off, restore_kernel_cache, versions
-from .tvm_ir import SKIP_DIRS, TVMIR, GlobalFunctions, SourceHooks, run_traced
+from lower_trace.capture.naming import call_sites
+from lower_trace.capture.session import CompileSession
+from lower_trace.capture.sink import GetRun
+from lower_trace.integrations.patching import Patches
+from lower_trace.integrations.tilelang_common import (
+    LIBRARY_DIRS,
+    PHASE_OF_FUNCTION,
+    bypass_kernel_cache,
+    keep_builtin_tracer_off,
+    restore_kernel_cache,
+    versions,
+)
+from lower_trace.integrations.tvm_ir import SKIP_DIRS, TVMIR, GlobalFunctions, SourceHooks, run_traced
 
 _phase: ContextVar[str | None] = ContextVar("lower_trace_legacy_phase", default=None)
 _session: ContextVar[CompileSession | None] = ContextVar("lower_trace_legacy_session", default=None)

@@ -20,11 +20,11 @@ from typing import Any
 import tvm
 import tvm_ffi
 
-from ..capture.session import CompileSession
-from ..capture.sink import GetRun
-from ..capture.tracker import PassTracker
-from .patching import Patches
-from .tvm_ir import LOWER_TRACE_DIR, TVMIR, GlobalFunctions, run_traced, tvm_version
+from lower_trace.capture.session import CompileSession
+from lower_trace.capture.sink import GetRun
+from lower_trace.capture.tracker import PassTracker
+from lower_trace.integrations.patching import Patches
+from lower_trace.integrations.tvm_ir import LOWER_TRACE_DIR, TVMIR, GlobalFunctions, run_traced, tvm_version
 
 _session: ContextVar[CompileSession | None] = ContextVar("lower_trace_tvm_session", default=None)
 # Only Pass.__call__'s own folder and ours are skipped when looking for who ran a pass:

@@ -17,13 +17,13 @@ from typing import Any
 import tvm
 import tvm_ffi
 
-from ..capture.naming import call_shape, call_sites, factory_name
-from ..capture.session import CompileSession, current_codegen
-from ..capture.sink import TraceSink
-from ..capture.tracker import GatedTracker, PassTracker
-from ..model import FragmentLayout, PassCall
-from ..repro import PassBuild
-from . import pass_calls, replay
+from lower_trace.capture.naming import call_shape, call_sites, factory_name
+from lower_trace.capture.session import CompileSession, current_codegen
+from lower_trace.capture.sink import TraceSink
+from lower_trace.capture.tracker import GatedTracker, PassTracker
+from lower_trace.integrations import pass_calls, replay
+from lower_trace.model import FragmentLayout, PassCall
+from lower_trace.rerun.repro import PassBuild
 
 _LANGUAGE_OF_CODEGEN = (
     ("cutedsl", "python"),
@@ -179,7 +179,7 @@ class TVMIR:
         than its input's (only then: a few passes per kernel); () otherwise."""
         if not self.layouts:
             return ()
-        from . import tilelang_layouts
+        from lower_trace.integrations import tilelang_layouts
 
         if not tilelang_layouts.changes_layouts(before_text, after_text):
             return ()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from ..analysis.compare import Comparison, config_difference
-from ..analysis.configs import config_changes
-from ..model import KernelTrace, PassRecord, PassStatus, to_json
-from ..repro import headline
-from .terminal import TerminalRenderer, printable
+from lower_trace.analysis.compare import Comparison, config_difference
+from lower_trace.analysis.configs import config_changes
+from lower_trace.model import KernelTrace, PassRecord, PassStatus, to_json
+from lower_trace.render.terminal import TerminalRenderer, printable
+from lower_trace.rerun.repro import headline
 
 
 def _pass(record: PassRecord | None) -> str:

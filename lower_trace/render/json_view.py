@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .. import diff
-from ..analysis.configs import typed_configs
-from ..model import CodegenRecord, KernelTrace, PassRecord, PassStatus, Trace, to_json
-from .terminal import kernel_state
+from lower_trace.analysis import text_diff
+from lower_trace.analysis.configs import typed_configs
+from lower_trace.model import CodegenRecord, KernelTrace, PassRecord, PassStatus, Trace, to_json
+from lower_trace.render.terminal import kernel_state
 
 SCHEMA = 1
 
@@ -40,7 +40,7 @@ def step_json(step: PassRecord | CodegenRecord, text_of: Callable[[str], str], t
     data: dict[str, Any] = {"kind": "codegen" if isinstance(step, CodegenRecord) else "pass", **to_json(step)}
     if isinstance(step, PassRecord):
         if step.status is PassStatus.CHANGED:
-            stats = diff.stats(text_of(step.before), text_of(step.after))
+            stats = text_diff.stats(text_of(step.before), text_of(step.after))
             data.update(added=stats.added, removed=stats.removed)
         if texts:
             data.update(before_text=text_of(step.before), after_text=text_of(step.after) if step.after else None)

@@ -11,9 +11,9 @@ import re
 from collections.abc import Callable
 from typing import TextIO
 
-from ..config import LiveFilter
-from ..model import CodegenRecord, KernelTrace, PassStatus, RunInfo
-from .terminal import TerminalRenderer
+from lower_trace.config import LiveFilter
+from lower_trace.model import CodegenRecord, KernelTrace, PassStatus, RunInfo
+from lower_trace.render.terminal import TerminalRenderer
 
 TextOf = Callable[[str], str]
 
@@ -60,7 +60,7 @@ class ReportListener:
     inline = False  # compressing and writing a kernel's block is no work for the compile's thread
 
     def __init__(self, path: str, run: RunInfo, latest_link: str | None = None) -> None:
-        from .report_writer import ReportWriter
+        from lower_trace.render.report.writer import ReportWriter
 
         self.writer = ReportWriter(path, run, latest_link=latest_link)
 

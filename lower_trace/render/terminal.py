@@ -10,10 +10,10 @@ import os
 from collections.abc import Callable, Iterable
 from typing import TextIO
 
-from .. import diff
-from ..config import color_wanted
-from ..model import CodegenRecord, ErrorInfo, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus
-from ..text_safety import UNSAFE_RANGES, plural, printable, printable_line, printable_lines  # noqa: F401  (re-exported)
+from lower_trace.analysis import text_diff
+from lower_trace.config import color_wanted
+from lower_trace.model import CodegenRecord, ErrorInfo, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus
+from lower_trace.text_safety import UNSAFE_RANGES, plural, printable, printable_line, printable_lines  # noqa: F401  (re-exported)
 
 Snapshots = Callable[[str], "str | None"]
 
@@ -156,7 +156,7 @@ class TerminalRenderer:
         after = snapshot(record.after) or "" if record.after else ""
         counts = ""
         if record.status is PassStatus.CHANGED:
-            stats = diff.stats(before, after)
+            stats = text_diff.stats(before, after)
             counts = c("green", f"+{stats.added}") + " " + c("red", f"-{stats.removed}")
         indent = "  " * record.depth
         shown = printable(record.name) + (call_arguments(record.call) if record.call is not None else "")
@@ -188,7 +188,7 @@ class TerminalRenderer:
 
     def _diff(self, before: str, after: str) -> None:
         c = self.c
-        for hunk in diff.hunks(before, after, self.context):
+        for hunk in text_diff.hunks(before, after, self.context):
             self._line(c("cyan", f"       {hunk.header}"))
             for line in hunk.lines:
                 text = printable_line(line.text)

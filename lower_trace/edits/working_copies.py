@@ -39,11 +39,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from .edit_entries import CODE_CHANGED, FAILED, left_behind, migrate, text_digest, valid
-from .edit_outcome import EditOutcome, EditStatus
-from .paths import safe_component
-from .store import EDITS
-from .variants import Variant, align, analyse, source_skeleton, tell_apart
+from lower_trace.edits.entries import CODE_CHANGED, FAILED, left_behind, migrate, text_digest, valid
+from lower_trace.edits.outcome import EditOutcome, EditStatus
+from lower_trace.edits.variants import Variant, align, analyse, source_skeleton, tell_apart
+from lower_trace.store.layout import EDITS
+from lower_trace.store.paths import safe_component
 
 BASELINE = ".baseline"
 VARIANTS = ".variants"

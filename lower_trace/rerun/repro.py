@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from .model import ErrorInfo, KernelTrace, PassRecord, Trace
-from .paths import safe_component
-from .store import REPRO
+from lower_trace.model import ErrorInfo, KernelTrace, PassRecord, Trace
+from lower_trace.store.layout import REPRO
+from lower_trace.store.paths import safe_component
 
 # Where Python builds passes from, most specific first (a module missing is skipped).
 FACTORY_MODULES = (

@@ -12,14 +12,14 @@ import os
 import sys
 from typing import Any
 
-from .seed_names import ENV_BUILTIN, MODULE, ORIGINALS
+from lower_trace.startup.seed_names import ENV_BUILTIN, MODULE, ORIGINALS
 
 
 def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
     """Called by the startup hook's finder for MODULE: import it with take_over() run right after
     (unless TL_LOWER_TRACE_BUILTIN=1 is set by now: then it stays TileLang's own)."""
-    from . import post_import
-    from .config import is_truthy
+    from lower_trace.config import is_truthy
+    from lower_trace.integrations import post_import
 
     for finder in list(sys.meta_path):
         if type(finder).__name__ == "LowerTraceTakeover":
@@ -31,7 +31,7 @@ def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
 
 
 def take_over(module: Any) -> None:
-    from .seed_api import SHIMS
+    from lower_trace.startup.seed_shims import SHIMS
 
     try:
         kept = {attr: getattr(module, attr) for attr in SHIMS if hasattr(module, attr)}

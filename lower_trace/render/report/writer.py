@@ -25,10 +25,10 @@ import os
 import threading
 from collections.abc import Callable
 
-from ..analysis.timing import kernel_timing
-from ..model import KernelTrace, RunInfo, to_json
-from .html import block as data_block
-from .html import json_for_script, kernel_steps, kernel_summary, page_head, snapshot_digests, write_pointer
+from lower_trace.analysis.timing import kernel_timing
+from lower_trace.model import KernelTrace, RunInfo, to_json
+from lower_trace.render.report.page import block as data_block
+from lower_trace.render.report.page import json_for_script, kernel_steps, kernel_summary, page_head, snapshot_digests, write_pointer
 
 
 def pack(data: object) -> str:

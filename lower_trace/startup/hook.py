@@ -17,25 +17,25 @@ def activate() -> None:
         return
     _done = True
     try:
-        from .config import ConfigError, config_from_env
+        from lower_trace.config import ConfigError, config_from_env
 
         try:
             config = config_from_env()
         except ConfigError as exc:
             sys.stderr.write(f"lower-trace: {exc}; tracing stays off\n")
-            from .integrations import keep_builtin_off
+            from lower_trace.integrations import keep_builtin_off
 
             keep_builtin_off()
             return
         if not config.enabled:
             return
-        from . import api
+        from lower_trace import api
 
         api._start(config)
     except Exception as exc:  # pragma: no cover - last line of defence
         sys.stderr.write(f"lower-trace: could not switch tracing on ({type(exc).__name__}: {exc}); running untraced\n")
         try:  # untraced means untraced: TileLang's own tracer must not start in our place
-            from .integrations import keep_builtin_off
+            from lower_trace.integrations import keep_builtin_off
 
             keep_builtin_off()
         except Exception:

@@ -20,8 +20,8 @@ import os
 import sys
 from typing import Any
 
-from .config import ENV_MODE, parse_mode_loosely
-from .seed_names import ENV_BUILTIN
+from lower_trace.config import ENV_MODE, parse_mode_loosely
+from lower_trace.startup.seed_names import ENV_BUILTIN
 
 _UNSET: Any = object()
 _said: list[bool] = []
@@ -38,7 +38,7 @@ def enable(*, mode: Any = _UNSET, trace_dir: Any = _UNSET, codegen_output: Any =
     "both" (None or a falsy value: off; unset: TL_LOWER_TRACE, else html); trace_dir (unset:
     TL_LOWER_TRACE_DIR, else ./tmp/lower_trace_dir); codegen_output: a file that also holds the
     first kernel's editable generated source (None: no working copies; unset: edits/)."""
-    from . import api
+    from lower_trace import api
 
     _say_once()
     if mode is _UNSET:
@@ -55,14 +55,14 @@ def enable(*, mode: Any = _UNSET, trace_dir: Any = _UNSET, codegen_output: Any =
 
 def reset() -> None:
     """Close the current run (its report is written); later compiles go to a new one."""
-    from . import api
+    from lower_trace import api
 
     api.reset()
 
 
 def disable() -> None:
     """Stop tracing; TileLang is left exactly as it was."""
-    from . import api
+    from lower_trace import api
 
     api.disable()
 
@@ -71,7 +71,7 @@ def lower_trace(
     func_or_mod: Any, passes: Any, *, mode: str = "terminal", context: int = 3, html_path: str = "lower_trace_report.html",
 ) -> list[dict[str, Any]]:
     """TileLang's one-shot lower_trace(): lower_trace.run_passes with the same parameters and result."""
-    from . import api
+    from lower_trace import api
 
     return api.run_passes(func_or_mod, passes, mode=mode, context=context, html_path=html_path)
 

@@ -6,19 +6,21 @@ import argparse
 import os
 import re
 import sys
+from typing import Any
 
-from .cli_select import UsageError, kernels_of, no_pass, select_steps, selected
-from .config import default_trace_dir
-from .model import KernelTrace, PassRecord, Trace, kernel_list
-from .store import load_trace
+from lower_trace.cli.options import add_color, add_trace, color_wanted_by, print_json
+from lower_trace.cli.selection import UsageError, kernels_of, no_pass, select_steps, selected
+from lower_trace.config import default_trace_dir
+from lower_trace.model import PassRecord, kernel_list
+from lower_trace.store.reader import load_trace
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """Compare two compiles pass by pass: the first pass that makes them differ, the passes only
     one ran, the generated sources. Exit status 0 when identical (or, with --up-to-renaming, the
     same up to renaming), 1 when they differ."""
-    from .analysis.compare import Side, compare
-    from .render.compare_view import as_json, render
+    from lower_trace.analysis.compare import Side, compare
+    from lower_trace.render.compare_view import as_json, render
 
     for pattern in args.ignore:
         try:
@@ -34,7 +36,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         )
     if args.html and len(kernels_a) != 1:
         raise UsageError(f"--html shows one comparison; pick one kernel of each as RUN:KERNEL (A: {kernel_list(kernels_a)})")
-    color = True if args.color == "always" else False if args.color == "never" else None
+    color = color_wanted_by(args)
     pairs = list(zip(kernels_a, kernels_b))
     if len(pairs) > 1 and not args.json:
         print(f"{len(pairs)} pairs, compared in order: " + ", ".join(f"{a.kernel_id}~{b.kernel_id}" for a, b in pairs))
@@ -45,7 +47,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     differ = any(not result.equivalent for _, _, result in results)
     pages: list[str] = []
     if args.html:
-        from .render.compare_page import write_compare_page
+        from lower_trace.render.report.compare_page import write_compare_page
 
         (ka, kb, result), = results
         try:
@@ -71,8 +73,8 @@ def cmd_blame(args: argparse.Namespace) -> int:
     """Which pass made each line of the IR (the final TIR, or the IR after --ir PASS); with a
     PATTERN, which pass introduced the lines it matches, which later passes changed them, and
     which removed them."""
-    from .analysis.blame import blame_lines, final_text, functions, history, pattern_history
-    from .render.terminal import printable, printable_line
+    from lower_trace.analysis.blame import blame_lines, final_text, functions, history, pattern_history
+    from lower_trace.render.terminal import printable, printable_line
 
     if args.pattern is None and not os.path.exists(args.trace) and os.sep not in args.trace:
         args.trace, args.pattern = default_trace_dir(), args.trace  # `blame -k gemm REGEX`: the default folder
@@ -109,7 +111,7 @@ def cmd_blame(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.pattern!r} is not a valid regex ({exc})") from None
         found = pattern_history(changes, pattern)
         if args.json:
-            from .render.json_view import pass_ref
+            from lower_trace.render.json_view import pass_ref
 
             matches = sum(1 for line in final_text(changes).splitlines() if pattern.search(line))
             print_json({
@@ -130,7 +132,7 @@ def cmd_blame(args: argparse.Namespace) -> int:
         return 0
     lines = blame_lines(changes)
     if args.json:
-        from .render.json_view import pass_ref
+        from lower_trace.render.json_view import pass_ref
 
         blamed = [{"text": line.text, "pass": pass_ref(line.by)} for line in lines]
         print_json({"kernel": kernel.kernel_id, "name": kernel.name, "after": until, "lines": blamed})
@@ -141,27 +143,25 @@ def cmd_blame(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_json(data: object) -> None:
-    """An answer for tools (every --json of the CLI)."""
-    import json
+def add_parsers(sub: Any) -> None:
+    blame = sub.add_parser("blame", help="which pass made a line of the IR", description=cmd_blame.__doc__)
+    add_trace(blame)
+    blame.add_argument("pattern", nargs="?", metavar="PATTERN", help="a regex: the history of the lines it matches")
+    blame.add_argument("-k", "--kernel", help="kernel id (k1), name or number")
+    blame.add_argument("--ir", metavar="PASS", help="blame the IR after PASS (default: the final TIR)")
+    blame.add_argument("--json", action="store_true", help="the answer as JSON")
+    blame.set_defaults(func=cmd_blame)
 
-    json.dump(data, sys.stdout, indent=1, ensure_ascii=False)
-    sys.stdout.write("\n")
-
-
-def show_timing(trace: Trace, kernels: list[KernelTrace], as_json: bool) -> int:
-    """`show --timing`: one kernel's steps with their time and IR size; for several, the slowest
-    step names over them (the report's two timing charts)."""
-    from .render import timing_view
-    from .render.json_view import SCHEMA, kernel_json, run_json
-
-    if as_json:
-        entries = [{**kernel_json(k), "timing": timing_view.kernel_timing_json(k, trace.snapshot)} for k in kernels]
-        print_json({"schema": SCHEMA, "run": run_json(trace), "totals": timing_view.run_timing_json(kernels), "kernels": entries})
-        return 0
-    if len(kernels) == 1:
-        timing_view.write_kernel_table(sys.stdout, kernels[0], trace.snapshot)
-    else:
-        timing_view.write_run_table(sys.stdout, kernels)
-        print(f"one kernel's steps: lower-trace show --timing -k KERNEL {trace.path}")
-    return 0
+    diff = sub.add_parser("diff", help="compare two compiles pass by pass", description=cmd_diff.__doc__)
+    diff.add_argument("a", metavar="A", help="RUN or RUN:KERNEL (a run, script or root folder; a kernel id, name or number; :KERNEL alone: the default folder)")
+    diff.add_argument("b", metavar="B", help="the same for the other compile (also another kernel of the same run)")
+    diff.add_argument("--ignore", action="append", default=[], metavar="REGEX", help="remove matches before comparing (repeatable)")
+    diff.add_argument(
+        "--up-to-renaming", action="store_true",
+        help="texts that differ only in a consistent renaming of identifiers (A_shared / A_s, k / k_1) count as the same",
+    )
+    diff.add_argument("--json", action="store_true", help="the comparison as JSON")
+    diff.add_argument("-U", "--context", type=int, default=3, help="lines of context around changes (default 3)")
+    add_color(diff)
+    diff.add_argument("--html", metavar="FILE", help="also write the comparison page to FILE (one offline HTML file)")
+    diff.set_defaults(func=cmd_diff)

@@ -9,10 +9,11 @@ import os
 import sys
 from typing import Any
 
-from . import repro
-from .cli_select import UsageError, kernels_of, no_pass, select_steps
-from .model import KernelTrace, PassRecord, PassStatus, Trace
-from .store import load_trace
+from lower_trace.cli.options import add_color, add_trace, color_wanted_by
+from lower_trace.cli.selection import UsageError, kernels_of, no_pass, select_steps
+from lower_trace.model import KernelTrace, PassRecord, PassStatus, Trace
+from lower_trace.rerun import repro
+from lower_trace.store.reader import load_trace
 
 REPLAY_HINT = "trace with TL_LOWER_TRACE_REPLAY=1 to keep every pass's input"
 
@@ -20,12 +21,12 @@ REPLAY_HINT = "trace with TL_LOWER_TRACE_REPLAY=1 to keep every pass's input"
 def _compiler() -> Any:
     """integrations.replay, or None where no TVM is installed (reading a trace needs none).
     The rerun itself is never traced, nor by TileLang's own tracer, whatever TL_LOWER_TRACE says."""
-    from . import api, integrations
+    from lower_trace import api, integrations
 
     api.disable()
     integrations.keep_builtin_off()
     try:
-        from .integrations import replay
+        from lower_trace.integrations import replay
     except ImportError:
         return None
     return replay
@@ -39,7 +40,7 @@ def _one_kernel(trace: Trace, key: str | None, what: str) -> KernelTrace:
 
 
 def _one_pass(trace: Trace, kernel: KernelTrace, key: str) -> PassRecord:
-    from .render.terminal import call_arguments
+    from lower_trace.render.terminal import call_arguments
 
     chosen = select_steps([kernel], key)[kernel.kernel_id]
     steps = [s for s in chosen if isinstance(s, PassRecord)]
@@ -165,7 +166,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             alone = "so it cannot be replayed alone" if len(stretch) == 1 else "replay a stretch without it"
             raise UsageError(f"{record.seq} {made}; {alone}")
         builds.append(made)
-    from .render.terminal import TerminalRenderer, printable
+    from lower_trace.render.terminal import TerminalRenderer, printable
 
     mod, note = compiler.load_module(trace.ir_json(first.input))
     note = f"  note: {note}" if note else ""
@@ -197,7 +198,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"{what}: identical to the recorded output ({len(now.splitlines())} lines)")
         return 0
     print(f"{what}: differs from the recorded output (recorded -> now):")
-    color = True if args.color == "always" else False if args.color == "never" else None
+    color = color_wanted_by(args)
     TerminalRenderer(sys.stdout, color=color, context=args.context).render_diff(recorded, now)
     _say(note)
     return 1
@@ -207,7 +208,7 @@ def _traceback(exc: BaseException, lines: int = 14) -> None:
     """The end of the rerun's traceback: where the patched pass failed."""
     import traceback
 
-    from .render.terminal import printable
+    from lower_trace.render.terminal import printable
 
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip().splitlines()
     for line in text[-lines:]:
@@ -230,9 +231,9 @@ def _last_at_level(kernel: KernelTrace, first: PassRecord) -> PassRecord:
     return [p for p in kernel.passes if p.parent == first.parent and p.seq >= first.seq][-1]
 
 
-def add_parsers(sub: Any, default_trace: str, trace_help: str) -> None:
+def add_parsers(sub: Any) -> None:
     rep = sub.add_parser("repro", help="write a failed pass as a standalone script", description=cmd_repro.__doc__)
-    rep.add_argument("trace", nargs="?", default=default_trace, help=trace_help)
+    add_trace(rep)
     rep.add_argument("-k", "--kernel", help="kernel id (k1), name or number")
     rep.add_argument("-p", "--pass", dest="pass_", metavar="PASS", help="the pass (default: every failed pass)")
     rep.add_argument("--from", dest="from_", metavar="PASS", help="start from this earlier pass's input and run the passes up to PASS")
@@ -240,12 +241,12 @@ def add_parsers(sub: Any, default_trace: str, trace_help: str) -> None:
     rep.set_defaults(func=cmd_repro)
 
     play = sub.add_parser("replay", help="rerun a pass on its recorded input and compare", description=cmd_replay.__doc__)
-    play.add_argument("trace", nargs="?", default=default_trace, help=trace_help)
+    add_trace(play)
     play.add_argument("-k", "--kernel", help="kernel id (k1), name or number")
     play.add_argument("-p", "--pass", dest="pass_", metavar="PASS", help="the pass to rerun")
     play.add_argument("--from", dest="from_", metavar="PASS", help="rerun from this pass ...")
     play.add_argument("--until", metavar="PASS", help="... to this one (passes of one pipeline level)")
     play.add_argument("-U", "--context", type=int, default=3, help="lines of context around changes (default 3)")
-    play.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    add_color(play)
     play.set_defaults(func=cmd_replay)
 

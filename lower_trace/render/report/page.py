@@ -2,7 +2,7 @@
 
 Python builds plain data; the page (assets/report.html, .css, .js, inlined
 when the file is started) builds itself from JSON blocks. The file is written
-append-only by :class:`~lower_trace.render.report_writer.ReportWriter`: the
+append-only by :class:`~lower_trace.render.report.writer.ReportWriter`: the
 page head, then one block per kernel, then an end marker (see docs/report.md).
 This module holds what the page is made of; ``write_report`` rebuilds a
 report from a stored trace through the same writer.
@@ -21,12 +21,12 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ..analysis.configs import typed_configs
-from ..analysis.timing import BETWEEN, StepTime, kernel_totals
-from ..edit_outcome import EditStatus
-from ..model import CodegenRecord, KernelTrace, RunInfo, to_json
-from ..store import load_trace
-from . import terminal
+from lower_trace.analysis.configs import typed_configs
+from lower_trace.analysis.timing import BETWEEN, StepTime, kernel_totals
+from lower_trace.edits.outcome import EditStatus
+from lower_trace.model import CodegenRecord, KernelTrace, RunInfo, to_json
+from lower_trace.render import terminal
+from lower_trace.store.reader import load_trace
 
 # What the page's JS is made of, in the order it runs (each its own script element).
 SCRIPTS = (
@@ -49,7 +49,7 @@ EDIT_BADGED = (EditStatus.PATCHED, EditStatus.REGENERATED, EditStatus.CONFLICT)
 
 @functools.lru_cache(maxsize=None)
 def asset(name: str) -> str:
-    return resources.files("lower_trace.render").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
+    return resources.files("lower_trace.render.report").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def json_for_script(data: Any) -> str:
@@ -196,7 +196,7 @@ def write_report(run_dir: str, out_path: str | None = None, latest_link: str | N
     report (or the temporary) behind. latest_link gets a pointer page. progress(done, total)
     is told before each kernel and at the end.
     """
-    from .report_writer import ReportWriter
+    from lower_trace.render.report.writer import ReportWriter
 
     trace = load_trace(run_dir)
     out_path = os.path.abspath(out_path or os.path.join(trace.path, "report.html"))

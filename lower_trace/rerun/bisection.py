@@ -26,9 +26,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .config import ENV_BISECT, ENV_DIR, ENV_MODE, ENV_REPLAY
-from .model import KernelStatus, KernelTrace, PassRecord, PassStatus, Trace
-from .store import TraceNotFound, load_trace
+from lower_trace.config import ENV_BISECT, ENV_DIR, ENV_MODE, ENV_REPLAY
+from lower_trace.model import KernelStatus, KernelTrace, PassRecord, PassStatus, Trace
+from lower_trace.store.layout import TraceNotFound
+from lower_trace.store.reader import load_trace
 
 # Passes TileLang's pipelines cannot do without: learned (Bisector._learn) on TileLang 0.1.15's
 # C pipeline (a kernel compiled and run) and CUDA pipeline (a pipelined GEMM lowered), plus the

@@ -10,17 +10,18 @@ import sys
 import time
 from typing import Any
 
-from .cli_select import UsageError
-from .text_safety import plural
+from lower_trace.cli.options import add_color, color_wanted_by
+from lower_trace.cli.selection import UsageError
+from lower_trace.text_safety import plural
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     """Find the pass that breaks your result: COMMAND (your check: exit 0 good, non-zero bad) is run
     again and again with only the first N passes (and the required ones), bisecting N."""
-    from .bisect import KNOWN_REQUIRED, Bisector, CannotRun, python_command
-    from .config import default_trace_dir
-    from .render.terminal import TerminalRenderer, printable
-    from .store import new_run_dir
+    from lower_trace.config import default_trace_dir
+    from lower_trace.render.terminal import TerminalRenderer, printable
+    from lower_trace.rerun.bisection import KNOWN_REQUIRED, Bisector, CannotRun, python_command
+    from lower_trace.store.layout import new_run_dir
 
     command = list(args.command)
     if command and command[0] == "--":
@@ -92,7 +93,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         print(f"  ran in every run (never skipped), so not tested: {', '.join(answer.untested)}")
     _compare(good, bad, kernel)
     print(f"what {printable(culprit.name)} did in the bad run:")
-    color = True if args.color == "always" else False if args.color == "never" else None
+    color = color_wanted_by(args)
     TerminalRenderer(sys.stdout, color=color).render_diff(bad.trace.snapshot(culprit.before), bad.trace.snapshot(culprit.after or culprit.before))
     return 0
 
@@ -107,8 +108,8 @@ def _say_flushed(text: str) -> None:
 
 def _compare(good: Any, bad: Any, kernel: Any) -> None:
     """The good and the bad run's kernel compared, as lower-trace diff does: where they part."""
-    from .analysis.compare import Side, compare
-    from .render.terminal import printable
+    from lower_trace.analysis.compare import Side, compare
+    from lower_trace.render.terminal import printable
 
     before = next((k for k in good.trace.kernels if k.kernel_id == kernel.kernel_id), None)
     if before is None:
@@ -124,7 +125,7 @@ def _compare(good: Any, bad: Any, kernel: Any) -> None:
 
 def _try_configs(bisector: Any, wanted: str, started: float) -> int:
     """--configs: each TileLang switch on its own, with every pass: which ones flip the check."""
-    from .integrations.extra_configs import registered_configs, switch_configs
+    from lower_trace.integrations.extra_configs import registered_configs, switch_configs
 
     known = registered_configs()
     if wanted == "all":
@@ -161,6 +162,6 @@ def add_parser(sub: Any) -> None:
         "--configs", nargs="?", const="all", metavar="KEY[,KEY]",
         help="instead of bisecting passes, try TileLang's on/off pass configs (all, or these) one at a time",
     )
-    bis.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    add_color(bis)
     bis.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="your check: exit 0 = good, anything else = bad")
     bis.set_defaults(func=cmd_bisect)

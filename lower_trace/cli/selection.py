@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import re
 
-from .config import default_trace_dir
-from .model import CodegenRecord, KernelTrace, PassRecord, Trace
-from .store import load_trace
+from lower_trace.config import default_trace_dir
+from lower_trace.model import CodegenRecord, KernelTrace, PassRecord, Trace
+from lower_trace.store.reader import load_trace
 
 
 class UsageError(Exception):

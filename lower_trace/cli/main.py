@@ -1,0 +1,78 @@
+"""The ``lower-trace`` command: the parser assembled from each command family's module
+(run_script, traces, edits, answers, rerun, bisect_command), and the one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from typing import NoReturn
+
+from lower_trace import __version__
+from lower_trace.cli import answers, bisect_command, edits, rerun, run_script, traces
+from lower_trace.cli.selection import UsageError
+from lower_trace.store.layout import TraceNotFound
+from lower_trace.store.reader import TraceDamaged
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"lower-trace: error: {message}\n")
+    return 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes are one line, as every other error of lower-trace (argparse prints its usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="lower-trace",
+        description="See what every TileLang / TVM compiler pass does to your kernel.",
+    )
+    parser.add_argument("--version", action="version", version=f"lower-trace {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    # In the order --help lists them.
+    run_script.add_parser(sub)
+    traces.add_parsers(sub)
+    edits.add_parser(sub)
+    answers.add_parsers(sub)
+    rerun.add_parsers(sub)
+    bisect_command.add_parser(sub)
+    return parser
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A damaged trace is one line on stderr, in lower-trace's own words; other warnings as Python shows them."""
+    if issubclass(category, TraceDamaged):
+        sys.stderr.write(f"lower-trace: warning: {message}\n")
+    else:
+        _python_showwarning(message, category, filename, lineno, file, line)
+
+
+_python_showwarning = warnings.showwarning
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # `blame DIR -k K REGEX`: argparse takes a command's positionals only before its first option.
+        if getattr(args, "func", None) is answers.cmd_blame and args.pattern is None and len(extra) == 1 and not extra[0].startswith("-"):
+            args.pattern = extra[0]
+        else:
+            command = f"{parser.prog} {args.command}" if getattr(args, "command", None) else parser.prog
+            parser.exit(2, f"{command}: error: unrecognized arguments: {' '.join(extra)} (see {command} --help)\n")
+    try:
+        if args.func is run_script.cmd_run:
+            return run_script.cmd_run(args)  # the user's program: its warnings (and exceptions) are its own
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", TraceDamaged)
+            warnings.showwarning = _show_warning
+            return int(args.func(args) or 0)
+    except (UsageError, TraceNotFound, LookupError) as exc:
+        return _fail(exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc))
+    except BrokenPipeError:
+        return 0

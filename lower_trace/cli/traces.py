@@ -1,0 +1,232 @@
+"""``lower-trace show``, ``list`` and ``report``: a stored trace in the terminal, as JSON, as a page."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from lower_trace.cli.options import add_color, add_trace, color_wanted_by, print_json
+from lower_trace.cli.selection import UsageError, kernels_of, no_pass, select_steps, step_name
+from lower_trace.model import CodegenRecord, KernelTrace, Trace, kernel_list
+from lower_trace.store.layout import TraceNotFound, list_runs
+from lower_trace.store.reader import load_trace
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print a stored trace in the terminal: the pass table, the diffs, the generated source."""
+    from lower_trace.render.terminal import TerminalRenderer
+
+    trace = load_trace(args.trace)
+    kernels = kernels_of(trace, args.kernel)
+    if args.timing:
+        if args.changed or args.no_diff or args.no_source:
+            raise UsageError("--timing shows every step's time; --changed, --no-diff and --no-source do not apply to it")
+        return show_timing(trace, kernels, args.json)
+    renderer = TerminalRenderer(sys.stdout, color=color_wanted_by(args), context=args.context)
+    renderer.trace_path = trace.path
+    if args.ir is not None:
+        if len(kernels) != 1:
+            raise UsageError(f"{trace.path}: --ir needs one kernel; pick it by id with -k: {kernel_list(kernels)}")
+        kernel = kernels[0]
+        steps = select_steps(kernels, args.ir)[kernel.kernel_id]
+        if not steps:
+            raise no_pass(trace, args.ir, f"kernel {kernel.kernel_id} ({kernel.name})")
+        if len(steps) > 1:
+            if len({step_name(s) for s in steps}) == 1:
+                said, numbers = f"are named {step_name(steps[0])!r}", ", ".join(str(s.seq) for s in steps)
+            else:
+                said, numbers = f"match {args.ir!r}", ", ".join(f"{s.seq} ({step_name(s)})" for s in steps)
+            raise UsageError(f"{trace.path}: {len(steps)} passes of kernel {kernel.kernel_id} {said}; pick one by number: {numbers}")
+        step = steps[0]
+        digest = step.source if isinstance(step, CodegenRecord) else (step.after or step.before)
+        if args.json:
+            from lower_trace.render.json_view import kernel_json, step_json
+
+            print_json({"kernel": kernel_json(kernel), "step": step_json(step, trace.snapshot), "text": trace.snapshot(digest)})
+            return 0
+        renderer.render_snapshot(trace.snapshot(digest))
+        return 0
+    only: dict[str, set[int]] | None = None
+    if args.pass_:
+        only = {kernel_id: {s.seq for s in steps} for kernel_id, steps in select_steps(kernels, args.pass_).items()}
+        if not any(only.values()):
+            raise no_pass(trace, args.pass_, f"kernel {kernels[0].kernel_id} ({kernels[0].name})" if len(kernels) == 1 else "this run")
+    if args.json:
+        from lower_trace.render.json_view import showing
+
+        print_json(showing(trace, kernels, only, args.changed))
+        return 0
+    for kernel in kernels:
+        if only is not None and not only[kernel.kernel_id]:
+            continue  # the pass is not in this kernel: no empty table for it
+        renderer.render_kernel(
+            kernel,
+            trace.snapshot,
+            show_diffs=not args.no_diff,
+            only=None if only is None else only[kernel.kernel_id],
+            changed_only=args.changed,
+            show_source=not (args.no_source or args.no_diff),
+        )
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """One line per kernel of the latest run (per pass with --passes; per run with --runs)."""
+    from lower_trace.render.terminal import kernel_state, printable, status_label
+
+    if args.runs:
+        runs = list_runs(args.trace)
+        if not runs:
+            load_trace(args.trace)  # raises the one-line "no trace here" error
+        if args.json:
+            print_json({"schema": 1, "runs": [_run_entry(run_dir) for run_dir in runs]})
+            return 0
+        loaded: list[tuple[str, Any]] = []
+        for run_dir in runs:
+            try:
+                loaded.append((run_dir, load_trace(run_dir)))
+            except TraceNotFound as exc:
+                loaded.append((run_dir, exc))
+        # A titled run (a test of pytest --lower-trace) shows its title: the node id, as pytest names the test.
+        titles = {run_dir: printable(t.run.title) for run_dir, t in loaded if not isinstance(t, TraceNotFound) and t.run.title}
+        width = max(map(len, titles.values()), default=0)
+        for run_dir, trace in loaded:
+            if isinstance(trace, TraceNotFound):
+                print(f"{'(unreadable)':<19}  {printable(str(trace))}")
+                continue
+            started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(trace.run.started))
+            states = [kernel_state(k) for k in trace.kernels]
+            failed = sum(1 for state in states if state in ("failed", "compile failed"))
+            unfinished = states.count("did not finish")
+            count = len(states)
+            title = f"{titles.get(run_dir, ''):<{width}}  " if width else ""
+            line = f"{started}  {count:>3} {'kernel ' if count == 1 else 'kernels'} {failed:>2} failed  {title}{printable(run_dir)}"
+            print(line + (f"  ({unfinished} did not finish)" if unfinished else ""))
+        return 0
+    trace = load_trace(args.trace)
+    if args.json:
+        from lower_trace.render.json_view import listing
+
+        print_json(listing(trace, args.passes))
+        return 0
+    run = trace.run
+    named = printable(run.title) if run.title else f"script {printable(run.script)}"
+    print(f"run {printable(run.run_id)}  {named}  {printable(trace.path)}")
+    for kernel in trace.kernels:
+        state = kernel_state(kernel)
+        count = len(kernel.passes)
+        failed = f" {kernel.failed_count:>2} failed" if kernel.failed_count or state == "ok" else " " * 10
+        took = "" if state == "did not finish" else f" {kernel.ms:>8.1f} ms"
+        # Which variant: its working copy, as `lower-trace edits` names it, and what became of it.
+        edited = sorted({c.edit_status for c in kernel.codegen if c.edit_status and c.edit_status != "SYNCED"})
+        variant = "  " + " ".join([kernel.working_copy, *edited]) if kernel.working_copy else ""
+        print(
+            f"  {kernel.kernel_id:<4} {printable(kernel.name):<24} {printable(kernel.target):<20} {state:<14}"
+            f" {count:>3} {'pass  ' if count == 1 else 'passes'} {kernel.changed_count:>3} changed{failed}{took}{printable(variant)}".rstrip()
+        )
+        if args.passes:
+            for step in kernel.steps:
+                if isinstance(step, CodegenRecord):
+                    print(f"      {step.seq:>4} {step.role + ' codegen':<22} {printable(step.function)}  {status_label(step)}")
+                else:
+                    print(f"      {step.seq:>4} {printable(step.phase):<22} {'  ' * step.depth}{printable(step.name)}  {status_label(step)}")
+    return 0
+
+
+def _run_entry(run_dir: str) -> dict[str, object]:
+    """One run of `list --runs --json`: its counts, or why it could not be read."""
+    from lower_trace.render.terminal import kernel_state
+
+    try:
+        trace = load_trace(run_dir)
+    except TraceNotFound as exc:
+        return {"path": run_dir, "error": str(exc)}
+    states = [kernel_state(k) for k in trace.kernels]
+    entry: dict[str, object] = {
+        "path": run_dir, "run_id": trace.run.run_id, "started": trace.run.started, "kernels": len(states),
+        "failed": sum(1 for state in states if state in ("failed", "compile failed")), "unfinished": states.count("did not finish"),
+    }
+    if trace.run.title:
+        entry["title"] = trace.run.title
+    return entry
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """(Re)build the HTML report of a trace, also of one whose process was killed."""
+    from lower_trace.render.progress import Progress
+    from lower_trace.render.report.page import write_report
+    from lower_trace.store.layout import find_run_dir
+
+    run_dir = find_run_dir(args.trace)
+    output = args.output
+    if output and os.path.isdir(output):
+        output = os.path.join(output, "report.html")
+    if output and not os.path.isdir(os.path.dirname(os.path.abspath(output))):
+        raise UsageError(f"-o {args.output}: the folder {os.path.dirname(os.path.abspath(output))} does not exist")
+    bar: Progress | None = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = Progress(sys.stderr, total, "writing the report")
+        bar.update(done)
+
+    try:
+        path = write_report(run_dir, output, progress=progress)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {exc.filename or output or run_dir}: {exc.strerror or exc}") from None
+    finally:
+        if bar is not None:
+            bar.close()
+    print(f"file://{path}")
+    return 0
+
+
+def show_timing(trace: Trace, kernels: list[KernelTrace], as_json: bool) -> int:
+    """`show --timing`: one kernel's steps with their time and IR size; for several, the slowest
+    step names over them (the report's two timing charts)."""
+    from lower_trace.render import timing_view
+    from lower_trace.render.json_view import SCHEMA, kernel_json, run_json
+
+    if as_json:
+        entries = [{**kernel_json(k), "timing": timing_view.kernel_timing_json(k, trace.snapshot)} for k in kernels]
+        print_json({"schema": SCHEMA, "run": run_json(trace), "totals": timing_view.run_timing_json(kernels), "kernels": entries})
+        return 0
+    if len(kernels) == 1:
+        timing_view.write_kernel_table(sys.stdout, kernels[0], trace.snapshot)
+    else:
+        timing_view.write_run_table(sys.stdout, kernels)
+        print(f"one kernel's steps: lower-trace show --timing -k KERNEL {trace.path}")
+    return 0
+
+
+def add_parsers(sub: Any) -> None:
+    show = sub.add_parser("show", help="print a trace's passes and diffs", description=cmd_show.__doc__)
+    add_trace(show)
+    show.add_argument("-k", "--kernel", help="kernel id (k1), name or number")
+    which = show.add_mutually_exclusive_group()
+    which.add_argument("-p", "--pass", dest="pass_", metavar="PASS", help="only this pass (sequence number or name)")
+    which.add_argument("--ir", metavar="PASS", help="print the IR after PASS (the IR it received, if it failed; the source, for codegen)")
+    which.add_argument("--timing", action="store_true", help="ms, self ms and IR lines per step (one kernel); the slowest steps over the run (several)")
+    show.add_argument("--changed", action="store_true", help="hide passes that changed nothing")
+    show.add_argument("--no-diff", action="store_true", help="the pass table only (no diffs, no generated source)")
+    show.add_argument("--no-source", action="store_true", help="do not print generated source")
+    show.add_argument("-U", "--context", type=int, default=3, help="lines of context around changes (default 3)")
+    add_color(show)
+    show.add_argument("--json", action="store_true", help="the kernels and their steps as JSON (with -p, the IR texts too)")
+    show.set_defaults(func=cmd_show)
+
+    lst = sub.add_parser("list", help="list the kernels (and passes) of a trace", description=cmd_list.__doc__)
+    add_trace(lst)
+    lst.add_argument("--passes", action="store_true", help="one line per pass too")
+    lst.add_argument("--runs", action="store_true", help="every run under the folder, oldest first")
+    lst.add_argument("--json", action="store_true", help="the same as JSON (docs/trace-format.md)")
+    lst.set_defaults(func=cmd_list)
+
+    report = sub.add_parser("report", help="write the HTML report of a trace", description=cmd_report.__doc__)
+    add_trace(report)
+    report.add_argument("-o", "--output", help="file (or folder) to write it to (default <run>/report.html)")
+    report.set_defaults(func=cmd_report)

@@ -1,0 +1,133 @@
+"""The trace directory's layout: every name in it, run folders, snapshot digests and packing.
+
+The writer is store/writer.py, the reader store/reader.py; both take their names from here.
+
+Layout (this module owns every name in it)::
+
+    {trace_dir}/{script}/
+        report.html           # a pointer page to the latest run's report
+        edits/                # working copies of the generated source (override.py)
+        {run_id}/             # one process run: run-YYYYmmdd-HHMMSS-PID[-N]
+            trace.jsonl       # records, one JSON object per line, appended as things happen
+            snapshots.jsonl   # {"digest", "text"} per line: each distinct IR / source text once
+            report.html       # the run's report (render/)
+
+``trace.jsonl`` record types: ``run`` (first line), ``kernel``, ``pass``, ``pass_start``
+(replay), ``pass_open``, ``codegen``, ``kernel_end``, ``note`` (shapes: model.py). Records name snapshots by digest (20 hex
+digits of BLAKE2b of the text). Both files are only ever appended to and every
+line is flushed when written, so a process killed half-way leaves a trace that
+loads (a torn last line is skipped). JSON is written ASCII-only, so any text
+(lone surrogates, U+2028) survives. One pack file rather than a file per
+snapshot: appends are cheap, a 100-kernel run is two files, not thousands.
+
+Format history (bump FORMAT_VERSION and add a line for every change; the loader
+keeps reading every older version, see testing/fixtures):
+    1 -- first version. (pass_open records came later, without a bump: a reader that does not
+         know a record type skips it, and such a trace loads as it did before.)
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import time
+import zlib
+
+FORMAT_VERSION = 1
+MANIFEST = "trace.jsonl"
+SNAPSHOTS = "snapshots.jsonl"
+IR = "ir.jsonl"  # pass inputs as TVM's JSON, for reproducers and replay
+REPRO = "repro"  # a run's reproducers: one folder per failed pass
+REPORT = "report.html"
+EDITS = "edits"
+PYTEST_DIR = "pytest"  # under the trace root: `pytest --lower-trace` keeps a folder per test in it
+
+
+def script_dir_of(trace_dir: str, script: str) -> str:
+    """The folder of one script's runs (and its working copies)."""
+    return os.path.abspath(os.path.join(trace_dir, script))
+
+
+def new_run_dir(script_dir: str) -> str:
+    """A fresh run folder name under script_dir (not created): run-<time>-<pid>[-n]."""
+    base = f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    candidate, n = base, 1
+    while os.path.exists(os.path.join(script_dir, candidate)):
+        n += 1
+        candidate = f"{base}-{n}"
+    return os.path.join(script_dir, candidate)
+
+
+class TraceNotFound(LookupError):
+    """The given path holds no trace."""
+
+
+def pack_ir(text: str) -> str:
+    """A module's TVM JSON as stored: zlib level 1 (a third of a millisecond for a GEMM's IR,
+    8x smaller: TVM's JSON is several times the size of the printed IR) in base64."""
+    return base64.b64encode(zlib.compress(text.encode("utf-8"), 1)).decode("ascii")
+
+
+def unpack_ir(stored: str) -> str:
+    return zlib.decompress(base64.b64decode(stored)).decode("utf-8")
+
+
+def digest_of(text: str) -> str:
+    """Content address of a snapshot: 20 hex digits of BLAKE2b."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
+
+
+def find_run_dir(path: str) -> str:
+    """Resolve a run folder, a script folder (its latest run) or a trace root (latest run in it)."""
+    path = os.fspath(path)
+    if os.path.isfile(os.path.join(path, MANIFEST)):
+        return path
+    if os.path.isfile(path) and os.path.basename(path) == MANIFEST:
+        return os.path.dirname(path) or "."
+    runs = list_runs(path)
+    if runs:
+        return runs[-1]
+    if not os.path.exists(path):
+        raise TraceNotFound(f"{path}: no such directory; pass a trace folder (default ./tmp/lower_trace_dir)")
+    tests = os.path.join(path, PYTEST_DIR)  # the traces `pytest --lower-trace` kept: a level deeper
+    if list_runs(tests):
+        raise TraceNotFound(f"{path}: no trace of a script here; the traces pytest --lower-trace kept are in {tests} (lower-trace list --runs {tests})")
+    raise TraceNotFound(f"{path}: no trace here; run your script with TL_LOWER_TRACE=html first")
+
+
+def list_runs(root: str) -> list[str]:
+    """All run folders below root (itself, or one or two levels down), oldest first."""
+    found = []
+    if not os.path.isdir(root):
+        return found
+    for level in (root, *_subdirs(root)):
+        if _has_manifest(level):
+            found.append(level)
+            continue
+        for child in _subdirs(level):
+            if _has_manifest(child):
+                found.append(child)
+    return sorted(set(found), key=lambda run: (_mtime(os.path.join(run, MANIFEST)), run))
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.path.getmtime(path)
+    except OSError:  # removed meanwhile (another process cleaning up)
+        return 0.0
+
+
+def _has_manifest(path: str) -> bool:
+    """A run folder: its manifest exists and holds at least the run header (a run that
+    could not write a byte, e.g. on a full disk, is no run to show)."""
+    try:
+        return os.path.getsize(os.path.join(path, MANIFEST)) > 0
+    except OSError:
+        return False
+
+
+def _subdirs(path: str) -> list[str]:
+    try:
+        return [entry.path for entry in os.scandir(path) if entry.is_dir()]
+    except OSError:
+        return []

@@ -1,0 +1,103 @@
+"""Appending one run's records and snapshots to its folder (the names: store/layout.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any
+
+from lower_trace.model import RunInfo, to_json
+from lower_trace.store.layout import FORMAT_VERSION, IR, MANIFEST, SNAPSHOTS, pack_ir
+
+
+class TraceWriter:
+    """Appends one run's records and snapshots to its directory.
+
+    Thread-safe. Creates nothing until the first write, so a run that compiles
+    no kernel leaves no empty folder behind. Lines are buffered; ``flush()`` (the
+    worker calls it whenever its queue runs dry) hands them to the OS, so a killed
+    process loses at most what was queued. Raises OSError on failure; the caller
+    decides how loud to be (see capture.run).
+    """
+
+    def __init__(self, run_dir: str, run: RunInfo) -> None:
+        self.run_dir = run_dir
+        self.run = run
+        self._lock = threading.Lock()
+        self._manifest: Any = None
+        self._snapshots: Any = None
+        self._stored: set[str] = set()
+        self._ir: Any = None
+        self._ir_stored: set[str] = set()
+
+    def _open(self) -> None:
+        if self._manifest is None:
+            os.makedirs(self.run_dir, exist_ok=True)
+            self._snapshots = open(os.path.join(self.run_dir, SNAPSHOTS), "a", encoding="ascii")
+            manifest = open(os.path.join(self.run_dir, MANIFEST), "a", encoding="ascii")
+            header = {"type": "run", "format": FORMAT_VERSION, **to_json(self.run)}
+            manifest.write(json.dumps(header) + "\n")
+            manifest.flush()
+            self._manifest = manifest
+
+    def append(self, record_type: str, data: dict[str, Any]) -> None:
+        line = json.dumps({"type": record_type, **data}) + "\n"
+        with self._lock:
+            self._open()
+            self._manifest.write(line)
+
+    def add_snapshot(self, digest: str, text: str) -> None:
+        """Store text under its digest once; later calls with the same digest cost nothing."""
+        if digest in self._stored:
+            return
+        line = json.dumps({"digest": digest, "text": text}) + "\n"
+        with self._lock:
+            if digest in self._stored:
+                return
+            self._open()
+            # Snapshots go out before any record that names them (records are written after).
+            self._snapshots.write(line)
+            self._stored.add(digest)
+
+    def add_ir(self, digest: str, text: str, now: bool = False) -> None:
+        """Store a module's TVM JSON under its digest once; now: in the OS's hands on return
+        (it must outlive a process that dies in the next pass)."""
+        with self._lock:
+            if digest not in self._ir_stored:
+                self._open()
+                if self._ir is None:
+                    self._ir = open(os.path.join(self.run_dir, IR), "a", encoding="ascii")
+                self._ir.write(json.dumps({"digest": digest, "zjson": pack_ir(text)}) + "\n")
+                self._ir_stored.add(digest)
+            if now and self._ir is not None:
+                self._ir.flush()
+
+    def append_now(self, record_type: str, data: dict[str, Any]) -> None:
+        """Append a record and hand the manifest to the OS at once (before a pass that may crash)."""
+        line = json.dumps({"type": record_type, **data}) + "\n"
+        with self._lock:
+            self._open()
+            self._manifest.write(line)
+            self._manifest.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            # The snapshot pack first: a record on disk never names a snapshot that is not.
+            for handle in (self._snapshots, self._ir, self._manifest):
+                if handle is not None:
+                    handle.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            for handle in (self._snapshots, self._ir, self._manifest):
+                if handle is not None:
+                    handle.close()
+            self._manifest = self._snapshots = self._ir = None
+
+    @property
+    def started(self) -> bool:
+        return self._manifest is not None
+
+
+# --- reading ---------------------------------------------------------------
