@@ -145,7 +145,7 @@ class CodegenRecord:
     source: str = ""  # digest of the source that was compiled ("" if none could be read)
     ms: float = 0.0
     error: ErrorInfo | None = None
-    # Edit and recompile (see override.py): what happened to the working copy.
+    # Edit and recompile (see edits/working_copies.py): what happened to the working copy.
     edit_status: str = ""  # SYNCED, PATCHED, REGENERATED, CONFLICT; "" when not tracked
     edit_path: str = ""  # the working copy
     edit_backup: str = ""  # where a conflicting edit was saved

@@ -9,7 +9,7 @@ import re
 # What IR text or names could smuggle in for the terminal to obey, as ranges of code points:
 # every control (Unicode category Cc: ANSI escapes), format character (Cf: the bidi controls,
 # zero-width and tag characters), line and paragraph separator (Zl, Zp) of Unicode 15.1, and
-# lone surrogates (Cs, which no terminal can be sent). The page marks the same set (html.py).
+# lone surrogates (Cs, which no terminal can be sent). The page marks the same set (render/report/page.py).
 # testing/test_properties.py holds the list to unicodedata's categories.
 UNSAFE_RANGES = (
     (0x00, 0x1F), (0x7F, 0x9F), (0xAD, 0xAD), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD), (0x70F, 0x70F),

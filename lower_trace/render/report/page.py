@@ -31,7 +31,7 @@ SCRIPTS = (
 )  # fmt: skip
 PAGE_FORMAT = 2  # 1: one data block + one snapshot pack; 2: append-only kernel blocks
 
-# What each edit status means, for the page. Keyed by override.EditStatus so that a
+# What each edit status means, for the page. Keyed by model.EditStatus so that a
 # status added there without a text here fails loudly (page_rules), not silently.
 EDIT_TEXT = {
     EditStatus.SYNCED: "the working copy matches the generated source",
