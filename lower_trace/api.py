@@ -1,4 +1,8 @@
-"""The Python API: enable(), reset(), disable(), the trace() context manager, and run_passes()."""
+"""The Python API: enable(), reset(), disable(), the trace() context manager, and run_passes();
+start(config) for the front ends that make their own Config (the startup hook, ``lower-trace run``).
+
+Here a run is wired: capture gets the edit workflow and the reproducer writer as ports
+(capture/ports.py) and the renderers as listeners, so capture imports none of them."""
 
 from __future__ import annotations
 
@@ -9,8 +13,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from lower_trace.capture.messages import Messages
+from lower_trace.capture.ports import Ports
 from lower_trace.capture.run import TraceRun
 from lower_trace.config import Config, make_config
+from lower_trace.edits.alias import EditAlias
+from lower_trace.edits.working_copies import EditStore
+from lower_trace.rerun import repro
 from lower_trace.store.layout import REPORT
 from lower_trace.store.paths import safe_component
 
@@ -46,10 +54,12 @@ def enable(
     if not config.enabled:
         disable()
         raise ValueError(f"enable() needs a mode that turns tracing on, not {mode!r}; call disable() to switch off")
-    return _start(config)
+    return start(config)
 
 
-def _start(config: Config) -> TraceRun:
+def start(config: Config) -> TraceRun:
+    """Trace every compile from now on with config (what enable() does once it has made one):
+    the same config as the open run's keeps that run; another closes it and starts a new one."""
     global _run, _atexit_registered, _first_start
     from lower_trace import integrations
 
@@ -58,7 +68,7 @@ def _start(config: Config) -> TraceRun:
             return _run
         if _run is not None:
             _run.close()
-        _run = TraceRun(config, _messages)
+        _run = TraceRun(config, _messages, _PORTS)
         _attach_renderers(_run)
         _first_start = _first_start or _run.info.started
         if not _atexit_registered:
@@ -66,6 +76,16 @@ def _start(config: Config) -> TraceRun:
             _atexit_registered = True
         integrations.attach(current_run)
         return _run
+
+
+def _edited_copies(script_dir: str) -> str | None:
+    """The folder of a script's working copies when one of them holds an edit, else None."""
+    store = EditStore(script_dir)
+    return store.root if any(entry["state"] == "edited" for entry in store.entries()) else None
+
+
+# What capture reaches outside itself (capture/ports.py): working copies, codegen_output's alias, reproducers.
+_PORTS = Ports(working_copies=EditStore, codegen_alias=EditAlias, edited_copies=_edited_copies, reproducers=repro)
 
 
 def _attach_renderers(run: TraceRun) -> None:
@@ -89,7 +109,7 @@ def reset() -> TraceRun | None:
             return None
         config = _run.config
         _run.close(quiet_if_empty=True)
-        return _start(config)
+        return start(config)
 
 
 def disable() -> None:
@@ -120,7 +140,7 @@ def trace(
             disable()
         else:
             _run.close() if _run is not None else None
-            _start(previous)
+            start(previous)
 
 
 def instrument(mode: str = "html", trace_dir: str | os.PathLike | None = None) -> object:

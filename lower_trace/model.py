@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from lower_trace.text_safety import short_path
+
 
 class PassStatus(str, enum.Enum):
     CHANGED = "changed"
@@ -143,7 +145,7 @@ class CodegenRecord:
     source: str = ""  # digest of the source that was compiled ("" if none could be read)
     ms: float = 0.0
     error: ErrorInfo | None = None
-    # Edit and recompile (see override.py): what happened to the working copy.
+    # Edit and recompile (see edits/working_copies.py): what happened to the working copy.
     edit_status: str = ""  # SYNCED, PATCHED, REGENERATED, CONFLICT; "" when not tracked
     edit_path: str = ""  # the working copy
     edit_backup: str = ""  # where a conflicting edit was saved
@@ -265,6 +267,85 @@ def kernel_list(kernels: Sequence[KernelTrace], limit: int = 8) -> str:
         return "none"
     shown = ", ".join(f"{k.kernel_id} ({k.name})" for k in kernels[:limit])
     return shown + (f", ... and {len(kernels) - limit} more (`lower-trace list` shows them)" if len(kernels) > limit else "")
+
+
+# --- edits and reproducers: what capture shares with edits/ and rerun/ --------------
+
+
+class EditStatus(str, enum.Enum):
+    SYNCED = "SYNCED"
+    PATCHED = "PATCHED"
+    REGENERATED = "REGENERATED"
+    CONFLICT = "CONFLICT"
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    """What one three-way decision about a working copy says (edits/working_copies.py)."""
+
+    status: EditStatus
+    path: str  # the working copy
+    compile_text: str  # what the compiler gets
+    backup: str = ""  # where an edit was saved aside (CONFLICT)
+    backup_base: str = ""  # the baseline that edit was made against
+    created: bool = False  # the working copy was written for the first time
+    siblings: tuple[str, ...] = ()  # edited working copies of this kernel's other variants
+
+    @property
+    def uses_edit(self) -> bool:
+        return self.status is EditStatus.PATCHED
+
+    def message(self, kernel: str) -> str:
+        where = short_path(self.path)
+        if self.created:
+            text = f"{kernel}: generated source saved to {where}; edit it and rerun to compile your version"
+            if self.siblings:
+                others = ", ".join(short_path(p) for p in self.siblings[:3])
+                if len(self.siblings) > 3:
+                    others += f" and {len(self.siblings) - 3} more"
+                verb = "is" if len(self.siblings) == 1 else "are"
+                noun = "edit" if len(self.siblings) == 1 else "edits"
+                text += f" (your {noun} in {others} {verb} for other variants of {kernel}, so not used here; `lower-trace edits` says which is which)"
+            return text
+        if self.status is EditStatus.PATCHED:
+            return f"{kernel}: PATCHED, compiling your edit of {where}"
+        if self.status is EditStatus.REGENERATED:
+            return f"{kernel}: REGENERATED, codegen changed; {where} now holds the new source"
+        if self.status is EditStatus.CONFLICT:
+            return (
+                f"{kernel}: CONFLICT, codegen changed and {where} was edited; compiling the new codegen. "
+                f"Your edit is saved in {short_path(self.backup)}; to re-apply it: "
+                f"diff -u {short_path(self.backup_base)} {short_path(self.backup)} | patch {where}"
+            )
+        return f"{kernel}: SYNCED, {where}"
+
+
+@dataclass(frozen=True)
+class PassBuild:
+    """How a script builds a pass: Python that makes it (``tilelang.transform.ThreadSync('shared')``,
+    or ``find_pass('tl.X')`` to look it up by name) and the modules that Python names."""
+
+    name: str
+    expression: str
+    imports: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReproSpec:
+    """What a reproducer runs (rerun/repro.py writes it): `passes` in order, starting from the
+    input of the first, under the kernel's target and pass configs. Usually one pass, the failed one."""
+
+    failed: str  # the pass the reproducer is about (failed, crashed, or picked with -p)
+    passes: tuple[PassBuild, ...]
+    kernel: str
+    context: dict[str, Any] = field(default_factory=dict)  # {"target": TVM JSON, "configs": {...}}
+    versions: dict[str, str] = field(default_factory=dict)
+    error: ErrorInfo | None = None  # None: the pass did not fail when traced
+    why: str = ""  # why it runs more (or other) passes than the one it is about
+
+    @property
+    def first(self) -> str:
+        return self.passes[0].name
 
 
 # --- JSON conversion -------------------------------------------------------

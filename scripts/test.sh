@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite, from nothing: builds each environment of the support matrix, lints and
-# type-checks (ruff, pyright), then runs pytest in each. Arguments go to pytest in the TileLang
+# The whole test suite, from nothing: builds each environment of the support matrix, lints,
+# type-checks and checks the layer rules (ruff, pyright, import-linter), then runs pytest in each. Arguments go to pytest in the TileLang
 # 0.1.15 run, e.g.
 #   bash scripts/test.sh -k report
 # LOWER_TRACE_MATRIX picks flavors (default: all four), e.g. LOWER_TRACE_MATRIX=tilelang-0.1.15
@@ -21,10 +21,13 @@ for flavor in $MATRIX; do
     tvm-*)           tests=(testing/test_plain_tvm.py testing/test_config.py testing/test_diff.py testing/test_store.py testing/test_cli_and_terminal.py) ;;
   esac
   if [ "$flavor" = tilelang-0.1.15 ]; then
-    echo "=== lower-trace lint: ruff check, pyright"
+    echo "=== lower-trace lint: ruff check, pyright, import-linter"
     # Findings fail the run; the tests still run, so one run shows everything.
     "$VENV/bin/ruff" check --no-cache . || failed+=("ruff")
     PYRIGHT_PYTHON_IGNORE_WARNINGS=1 "$VENV/bin/pyright" --project "$ROOT" --pythonpath "$VENV/bin/python" || failed+=("pyright")
+    # The layer rules and "no import cycle" ([tool.importlinter] in pyproject.toml), on this checkout's
+    # package (lint-imports puts the current folder first on sys.path).
+    "$VENV/bin/lint-imports" --no-cache || failed+=("import-linter")
     if [ -s "$ROOT/.venvs/.no-browser" ] && [ ! -x /usr/bin/chromium ]; then
       export LOWER_TRACE_NO_BROWSER_REASON="$(cat "$ROOT/.venvs/.no-browser")"
       echo "=== lower-trace: BROWSER TESTS WILL BE SKIPPED: $LOWER_TRACE_NO_BROWSER_REASON"

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from conftest import lower_trace_cli
-from lower_trace.edits.outcome import EditStatus
 from lower_trace.edits.working_copies import EditStore
+from lower_trace.model import EditStatus
 
 # Arguments: the scale factors to compile (one variant of `scale` each, in this order), and
 # "plus" for the kernel as its author changed it later (C = A * factor + 1).

@@ -445,10 +445,10 @@ def test_page_diff_counts_agree_with_the_terminal_on_real_passes(report, real_tr
 
 
 def test_every_edit_status_has_its_badge_and_note(browser, tmp_path, real_trace):
-    """The edit-status words come from edit_outcome.EditStatus; the page knows each of them."""
+    """The edit-status words come from model.EditStatus; the page knows each of them."""
     import dataclasses
 
-    from lower_trace.edits.outcome import EditStatus
+    from lower_trace.model import EditStatus
     from lower_trace.render.report.page import EDIT_BADGED, EDIT_TEXT
     from lower_trace.render.report.writer import ReportWriter
 

@@ -15,7 +15,8 @@ import pytest
 from lower_trace import load_trace
 from lower_trace.model import KernelStatus
 from lower_trace.render.report import writer as report_writer
-from lower_trace.render.report.page import json_for_script, page_rules, snapshot_digests, write_report
+from lower_trace.render.report.from_trace import write_report
+from lower_trace.render.report.page import json_for_script, page_rules, snapshot_digests
 from lower_trace.render.report.writer import ReportWriter
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "trace-format-1")

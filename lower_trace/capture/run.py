@@ -5,8 +5,9 @@ A :class:`TraceRun` is created by ``enable()`` and closed by ``disable()``,
 worker thread, kernel ids, the working copies and the user's messages. Each
 finished kernel is handed to the run's listeners (the terminal view, the HTML
 report: see ``sink.KernelListener``; api.py wires them, capture imports no
-renderer). Every disk or listener fault is one warning and tracing degrades;
-the user's compile never notices.
+renderer); the working copies and the reproducer writer come in as ports
+(ports.py), also from api.py. Every disk or listener fault is one warning and
+tracing degrades; the user's compile never notices.
 """
 
 from __future__ import annotations
@@ -15,22 +16,20 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from lower_trace.capture.gate import PassGate
 from lower_trace.capture.messages import Messages
+from lower_trace.capture.ports import CodegenAlias, Ports, WorkingCopies
 from lower_trace.capture.sink import KernelListener
 from lower_trace.capture.worker import Worker
 from lower_trace.config import Config
-from lower_trace.edits.alias import EditAlias
-from lower_trace.edits.outcome import EditOutcome, EditStatus, short_path
-from lower_trace.edits.working_copies import EditStore
-from lower_trace.model import KernelEnd, KernelStart, KernelStatus, KernelTrace, Note, RunInfo, to_json
-from lower_trace.rerun import repro
-from lower_trace.rerun.repro import ReproSpec
+from lower_trace.model import EditOutcome, EditStatus, KernelEnd, KernelStart, KernelStatus, KernelTrace, Note, ReproSpec, RunInfo, to_json
 from lower_trace.store.layout import REPORT, REPRO, new_run_dir, script_dir_of
 from lower_trace.store.paths import script_name
 from lower_trace.store.writer import TraceWriter
+from lower_trace.text_safety import short_path
 
 
 def spare_core() -> bool:
@@ -50,9 +49,10 @@ class KernelSummary(NamedTuple):
 
 
 class TraceRun:
-    def __init__(self, config: Config, messages: Messages | None = None) -> None:
+    def __init__(self, config: Config, messages: Messages | None = None, ports: Ports | None = None) -> None:
         self.config = config
         self.messages = messages or Messages()
+        self.ports = ports or Ports()
         script = config.script or script_name()
         self.script_dir = script_dir_of(config.trace_dir, script)
         self.run_dir = new_run_dir(self.script_dir)
@@ -70,8 +70,12 @@ class TraceRun:
         self.writer: TraceWriter | None = TraceWriter(self.run_dir, self.info) if config.writes_trace else None
         self.worker = Worker(self.tracer_fault, on_idle=self._flush, threaded=spare_core())
         # Working copies of the generated source live beside the runs (they outlive them).
-        self.edits: EditStore | None = EditStore(self.script_dir) if config.writes_trace and config.codegen_output is not None else None
-        self.edit_alias = EditAlias(config.codegen_output, self.edits.root) if self.edits is not None and config.codegen_output else None
+        copies, alias = self.ports.working_copies, self.ports.codegen_alias
+        wanted = config.writes_trace and config.codegen_output is not None
+        self.edits: WorkingCopies | None = copies(self.script_dir) if copies is not None and wanted else None
+        self.edit_alias: CodegenAlias | None = None
+        if alias is not None and self.edits is not None and config.codegen_output:
+            self.edit_alias = alias(config.codegen_output, self.edits.root)
         self.listeners: list[KernelListener] = []
         self.gate: PassGate | None = PassGate(config.bisect) if config.bisect is not None else None
         self._lock = threading.Lock()
@@ -96,13 +100,14 @@ class TraceRun:
         self.listeners.append(listener)
 
     def _warn_unused_edits(self) -> None:
+        edited_copies = self.ports.edited_copies
         try:
-            edited = any(e["state"] == "edited" for e in EditStore(self.script_dir).entries())
+            root = edited_copies(self.script_dir) if edited_copies is not None else None
         except OSError:
             return
-        if edited:
+        if root is not None:
             self.note(
-                f"edited working copies in {EditStore(self.script_dir).root} are not used: terminal mode writes "
+                f"edited working copies in {root} are not used: terminal mode writes "
                 f"nothing; set {self.config.dir_setting} (or use {self.config.mode_setting} both) to compile them",
                 once="edits-unused",
             )
@@ -197,35 +202,34 @@ class TraceRun:
                 self.worker.submit(write)
         return kernel_id
 
+    def _to_disk(self, write: Callable[[TraceWriter], object]) -> bool:
+        """write(the trace writer), unless this run writes nothing (any more). A disk error is
+        the run's one disk warning and turns the disk off; the caller goes on. Whether it wrote."""
+        writer = self.writer
+        if writer is None:
+            return False
+        try:
+            write(writer)
+        except OSError as exc:
+            self._disk_fault(exc)
+            return False
+        return True
+
     def store_ir(self, digest: str, text: str, now: bool = False) -> None:
         """A module's TVM JSON (a pass input, for reproducers and replay)."""
-        writer = self.writer
-        if writer is None:
-            return
-        try:
-            writer.add_ir(digest, text, now=now)
-        except OSError as exc:
-            self._disk_fault(exc)
+        self._to_disk(lambda writer: writer.add_ir(digest, text, now=now))
 
     def append_record_now(self, kind: str, record: Any) -> None:
-        writer = self.writer
-        if writer is None:
-            return
-        try:
-            writer.append_now(kind, to_json(record))
-        except OSError as exc:
-            self._disk_fault(exc)
+        self._to_disk(lambda writer: writer.append_now(kind, to_json(record)))
 
     def write_reproducer(self, kernel_id: str, seq: int, name: str, spec: ReproSpec, ir_json: str) -> str:
         """The reproducer of a failed pass, in the run's folder; its folder, or "" when this run
         writes nothing to disk. Says how to run it, a few times per run."""
-        if self.writer is None:
+        repro = self.ports.reproducers
+        if repro is None:
             return ""
         folder = repro.folder(self.run_dir, kernel_id, seq, name)
-        try:
-            repro.write(folder, spec, ir_json)
-        except OSError as exc:
-            self._disk_fault(exc)
+        if not self._to_disk(lambda writer: repro.write(folder, spec, ir_json)):
             return ""
         self.messages.say(
             f"{spec.kernel}: {spec.failed} failed; reproduce it without your program: {repro.command(folder)}",
@@ -234,33 +238,16 @@ class TraceRun:
         return folder
 
     def store_snapshot(self, digest: str, text: str) -> None:
-        writer = self.writer
-        if writer is None:
-            return
-        try:
-            writer.add_snapshot(digest, text)
-        except OSError as exc:
-            self._disk_fault(exc)
+        self._to_disk(lambda writer: writer.add_snapshot(digest, text))
 
     def append_record(self, kind: str, record: Any) -> None:
-        writer = self.writer
-        if writer is None:
-            return
         try:
-            writer.append(kind, to_json(record))
-        except OSError as exc:
-            self._disk_fault(exc)
+            self._to_disk(lambda writer: writer.append(kind, to_json(record)))
         except (TypeError, ValueError) as exc:  # a value JSON cannot hold
             self.tracer_fault(exc)
 
     def _flush(self) -> None:
-        writer = self.writer
-        if writer is None:
-            return
-        try:
-            writer.flush()
-        except OSError as exc:
-            self._disk_fault(exc)
+        self._to_disk(TraceWriter.flush)
 
     def kernel_finished(self, kernel: KernelTrace, texts: dict[str, str]) -> None:
         self.append_record("kernel_end", KernelEnd(kernel.kernel_id, kernel.status, kernel.ms, kernel.target, kernel.error))

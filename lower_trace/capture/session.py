@@ -20,10 +20,21 @@ from typing import Any, Protocol
 
 from lower_trace.capture.sink import TraceSink
 from lower_trace.capture.worker import SnapshotRef
-from lower_trace.edits.outcome import EditOutcome, line_directive
-from lower_trace.model import CodegenRecord, ErrorInfo, FragmentLayout, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus
-from lower_trace.rerun.repro import PassBuild, ReproSpec
+from lower_trace.model import (
+    CodegenRecord,
+    EditOutcome,
+    ErrorInfo,
+    FragmentLayout,
+    KernelStatus,
+    KernelTrace,
+    PassBuild,
+    PassCall,
+    PassRecord,
+    PassStatus,
+    ReproSpec,
+)
 from lower_trace.store.layout import digest_of
+from lower_trace.text_safety import line_directive
 
 _RECENT = 8  # recent contents remembered; covers nested passes and the host/device split
 

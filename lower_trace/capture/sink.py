@@ -3,6 +3,7 @@
 ``TraceSink`` is what compile sessions and integrations report to (the run);
 ``KernelListener`` is what the run hands each finished kernel to (the terminal
 view, the HTML report: wired by api.py, so capture never imports render).
+What the run itself reaches outside capture (edits/, rerun/) is in ports.py.
 """
 
 from __future__ import annotations
@@ -11,13 +12,10 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from lower_trace.capture.gate import PassGate
+from lower_trace.capture.ports import CodegenAlias, WorkingCopies
 from lower_trace.capture.worker import Worker
 from lower_trace.config import Config
-from lower_trace.edits.alias import EditAlias
-from lower_trace.edits.outcome import EditOutcome
-from lower_trace.edits.working_copies import EditStore
-from lower_trace.model import KernelTrace, RunInfo
-from lower_trace.rerun.repro import ReproSpec
+from lower_trace.model import EditOutcome, KernelTrace, ReproSpec, RunInfo
 
 TextOf = Callable[[str], str]
 
@@ -36,8 +34,8 @@ class TraceSink(Protocol):
     config: Config
     info: RunInfo
     worker: Worker
-    edits: EditStore | None
-    edit_alias: EditAlias | None  # enable(codegen_output=PATH)
+    edits: WorkingCopies | None
+    edit_alias: CodegenAlias | None  # enable(codegen_output=PATH)
     gate: PassGate | None  # which passes run, under lower-trace bisect
 
     def register_kernel(

@@ -11,9 +11,10 @@ from typing import Any
 
 from lower_trace.cli.options import add_color, add_trace, color_wanted_by
 from lower_trace.cli.selection import UsageError, kernels_of, no_pass, select_steps
-from lower_trace.model import KernelTrace, PassRecord, PassStatus, Trace
+from lower_trace.model import KernelTrace, PassBuild, PassRecord, PassStatus, Trace
 from lower_trace.rerun import repro
 from lower_trace.store.reader import load_trace
+from lower_trace.text_safety import headline
 
 REPLAY_HINT = "trace with TL_LOWER_TRACE_REPLAY=1 to keep every pass's input"
 
@@ -100,16 +101,16 @@ def _builder(kernel: KernelTrace, compiler: Any) -> Any:
     without a compiler here, the script looks each pass up by name."""
     by_seq = {p.seq: p for p in kernel.passes}
 
-    def build(record: PassRecord) -> repro.PassBuild | str:
+    def build(record: PassRecord) -> PassBuild | str:
         if compiler is None:
-            return repro.PassBuild(record.name, f"find_pass({record.name!r})")
+            return PassBuild(record.name, f"find_pass({record.name!r})")
         parent = by_seq.get(record.parent) if record.parent is not None else None
         return compiler.pass_build(record.name, record.call, parent.name if parent is not None else "")
 
     return build
 
 
-def _plan(trace: Trace, kernel: KernelTrace, record: PassRecord, compiler: Any, from_: str | None) -> tuple[list[repro.PassBuild], PassRecord, str]:
+def _plan(trace: Trace, kernel: KernelTrace, record: PassRecord, compiler: Any, from_: str | None) -> tuple[list[PassBuild], PassRecord, str]:
     """(the passes a reproducer of record runs, the pass whose input it starts from, why so)."""
     where = f"{kernel.kernel_id} {record.seq} {record.name}"
     build = _builder(kernel, compiler)
@@ -133,7 +134,7 @@ def _plan(trace: Trace, kernel: KernelTrace, record: PassRecord, compiler: Any, 
     missing = next(((p, b) for p, b in zip(stretch, builds) if isinstance(b, str)), None)
     if missing is not None:
         raise UsageError(f"{missing[0].seq} {missing[1]}; start after it")
-    return [b for b in builds if isinstance(b, repro.PassBuild)], start, why
+    return [b for b in builds if isinstance(b, PassBuild)], start, why
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -175,9 +176,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         for made in builds:
             mod = compiler.run_pass(made, mod, kernel.context)
     except Exception as exc:  # the compiler's error is the answer, not a fault of this command
-        now_error = f"{type(exc).__name__}: {repro.headline(str(exc))}"
+        now_error = f"{type(exc).__name__}: {headline(str(exc))}"
         if last.status is PassStatus.FAILED and last.error is not None:
-            recorded_error = f"{last.error.type}: {repro.headline(last.error.message)}"
+            recorded_error = f"{last.error.type}: {headline(last.error.message)}"
             if recorded_error == now_error:
                 print(f"{what}: fails as recorded: {printable(now_error)}")
                 return 0

@@ -53,10 +53,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             code, module = script.load()
         except (SyntaxError, ValueError) as exc:  # shown as python shows it, before tracing starts
             return _report_user_error(exc)
-        api._start(config)  # after sys.argv: the trace folder is named after the script
+        api.start(config)  # after sys.argv: the trace folder is named after the script
         sys.modules["__main__"] = module  # pickle and multiprocessing find the script's objects there
         return _run_user_code(lambda: exec(code, module.__dict__))
-    api._start(config)
+    api.start(config)
     try:
         _check_module(args.module)  # may import the module's parent packages: traced, as python -m runs them
     except UsageError:

@@ -157,7 +157,7 @@ def _run_entry(run_dir: str) -> dict[str, object]:
 def cmd_report(args: argparse.Namespace) -> int:
     """(Re)build the HTML report of a trace, also of one whose process was killed."""
     from lower_trace.render.progress import Progress
-    from lower_trace.render.report.page import write_report
+    from lower_trace.render.report.from_trace import write_report
     from lower_trace.store.layout import find_run_dir
 
     run_dir = find_run_dir(args.trace)

@@ -20,7 +20,8 @@ import json
 import os
 from collections.abc import Callable
 
-from lower_trace.edits.outcome import EditOutcome
+from lower_trace.model import EditOutcome
+from lower_trace.store.files import write_atomically
 
 OWNERS = "codegen_output.json"  # in edits/: {PATH: the working copy it is an alias of}
 
@@ -54,7 +55,7 @@ class EditAlias:
         current = _read(outcome.path)
         if current is not None and current != alias:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-            _write(self.path, current)
+            _write_in_place(self.path, current)
         return dataclasses.replace(outcome, path=self.path)
 
 
@@ -76,5 +77,10 @@ def _read(path: str) -> str | None:
 
 
 def _write(path: str, text: str) -> None:
+    write_atomically(path, text)  # a reader (the next decision, another process) never sees half
+
+
+def _write_in_place(path: str, text: str) -> None:
+    """PATH is the user's file: written through, so a symlink stays one and its mode stays."""
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(text)

@@ -40,8 +40,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from lower_trace.edits.entries import CODE_CHANGED, FAILED, left_behind, migrate, text_digest, valid
-from lower_trace.edits.outcome import EditOutcome, EditStatus
 from lower_trace.edits.variants import Variant, align, analyse, source_skeleton, tell_apart
+from lower_trace.model import EditOutcome, EditStatus
+from lower_trace.store.files import write_atomically
 from lower_trace.store.layout import EDITS
 from lower_trace.store.paths import safe_component
 
@@ -589,7 +590,4 @@ def _read(path: str) -> str | None:
 
 def _write(path: str, text: str) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8", errors="surrogateescape", newline="") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    write_atomically(path, text, errors="surrogateescape")

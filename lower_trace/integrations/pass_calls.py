@@ -19,8 +19,8 @@ from typing import Any
 import tvm
 
 from lower_trace.capture.naming import CallShape
+from lower_trace.integrations.pass_factories import FACTORY_MODULES
 from lower_trace.model import PassCall
-from lower_trace.rerun.repro import FACTORY_MODULES
 
 
 def recorded_call(shape: CallShape, frame: Any, library: bool) -> PassCall | None:

@@ -24,8 +24,8 @@ except ImportError:
     pass
 import tvm
 
-from lower_trace.model import PassCall
-from lower_trace.rerun.repro import ANONYMOUS, FACTORY_MODULES, PassBuild
+from lower_trace.integrations.pass_factories import ANONYMOUS, FACTORY_MODULES
+from lower_trace.model import PassBuild, PassCall
 
 
 class JSONBroken(RuntimeError):

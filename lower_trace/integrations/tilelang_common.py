@@ -10,8 +10,8 @@ import tilelang
 
 from lower_trace.capture.sink import TraceSink
 from lower_trace.config import mode_variable_is_set
+from lower_trace.integrations import builtin_tracer
 from lower_trace.integrations.tvm_ir import tvm_version
-from lower_trace.startup import seed_names
 
 # TileLang's own Python: its pipelines' pass arguments are evaluated again to be written down (pass_calls.py).
 LIBRARY_DIRS = (os.path.dirname(os.path.abspath(str(tilelang.__file__))),)
@@ -36,11 +36,11 @@ def keep_builtin_tracer_off(run: TraceSink) -> None:
     TL_LOWER_TRACE set before lower-trace was enabled), stop it through its public
     disable(); either way, say once that ours is the only one writing."""
     builtin = sys.modules.get("tilelang.tools.lower_trace")
-    own_disable = seed_names.builtin(builtin, "disable") if builtin is not None else None
+    own_disable = builtin_tracer.builtin(builtin, "disable") if builtin is not None else None
     if own_disable is not None:
         own_disable()  # TileLang's own, also where seed_api drives the module
     exists = builtin is not None or importlib.util.find_spec("tilelang.tools.lower_trace") is not None
-    taken_over = builtin is not None and seed_names.taken_over(builtin)  # seed_api said so already
+    taken_over = builtin is not None and builtin_tracer.taken_over(builtin)  # seed_api said so already
     if exists and not taken_over and (mode_variable_is_set() or builtin is not None):
         run.note("TileLang's built-in lower_trace is off; lower-trace is the only tracer writing", once="builtin")
 

@@ -22,8 +22,7 @@ from lower_trace.capture.session import CompileSession, current_codegen
 from lower_trace.capture.sink import TraceSink
 from lower_trace.capture.tracker import GatedTracker, PassTracker
 from lower_trace.integrations import pass_calls, replay
-from lower_trace.model import FragmentLayout, PassCall
-from lower_trace.rerun.repro import PassBuild
+from lower_trace.model import FragmentLayout, PassBuild, PassCall
 
 _LANGUAGE_OF_CODEGEN = (
     ("cutedsl", "python"),

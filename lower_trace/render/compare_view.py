@@ -8,7 +8,7 @@ from lower_trace.analysis.compare import Comparison, config_difference
 from lower_trace.analysis.configs import config_changes
 from lower_trace.model import KernelTrace, PassRecord, PassStatus, to_json
 from lower_trace.render.terminal import TerminalRenderer, printable
-from lower_trace.rerun.repro import headline
+from lower_trace.text_safety import headline
 
 
 def _pass(record: PassRecord | None) -> str:

@@ -14,54 +14,17 @@ from __future__ import annotations
 import os
 import pprint
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
 
-from lower_trace.model import ErrorInfo, KernelTrace, PassRecord, Trace
+from lower_trace.integrations.pass_factories import ANONYMOUS, FACTORY_MODULES
+from lower_trace.model import ErrorInfo, KernelTrace, PassBuild, PassRecord, ReproSpec, Trace
 from lower_trace.store.layout import REPRO
 from lower_trace.store.paths import safe_component
-
-# Where Python builds passes from, most specific first (a module missing is skipped).
-FACTORY_MODULES = (
-    "tilelang.transform", "tilelang.cuda.transform", "tilelang.rocm.transform", "tilelang.analysis",
-    "tvm.tirx.transform", "tvm.tir.transform", "tvm.s_tir.transform", "tvm.relax.transform", "tvm.transform",
-)
-
-# What TVM calls passes made from plain functions (the trace names them after their factory).
-ANONYMOUS = ("pass_fn", "sequential", "_pipeline")
+from lower_trace.text_safety import headline
 
 INPUT = "input.json"
 SCRIPT = "repro.py"
 ERROR = "error.txt"
-
-
-@dataclass(frozen=True)
-class PassBuild:
-    """How a script builds a pass: Python that makes it (``tilelang.transform.ThreadSync('shared')``,
-    or ``find_pass('tl.X')`` to look it up by name) and the modules that Python names."""
-
-    name: str
-    expression: str
-    imports: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ReproSpec:
-    """What a reproducer runs: `passes` in order, starting from the input of the first, under the
-    kernel's target and pass configs. Usually one pass, the failed one."""
-
-    failed: str  # the pass the reproducer is about (failed, crashed, or picked with -p)
-    passes: tuple[PassBuild, ...]
-    kernel: str
-    context: dict[str, Any] = field(default_factory=dict)  # {"target": TVM JSON, "configs": {...}}
-    versions: dict[str, str] = field(default_factory=dict)
-    error: ErrorInfo | None = None  # None: the pass did not fail when traced
-    why: str = ""  # why it runs more (or other) passes than the one it is about
-
-    @property
-    def first(self) -> str:
-        return self.passes[0].name
 
 
 def folder(run_dir: str, kernel_id: str, seq: int, name: str) -> str:
@@ -89,12 +52,6 @@ def write(folder: str, spec: ReproSpec, ir_json: str) -> str:
 
 def command(folder: str) -> str:
     return f"python {os.path.join(folder, SCRIPT)}"
-
-
-def headline(message: str) -> str:
-    """The line that says what went wrong: the first non-empty line (TVM puts the check there,
-    the source span and traceback after it)."""
-    return next((line.strip() for line in message.splitlines() if line.strip()), "")[:300]
 
 
 def _first_line(error: ErrorInfo | None) -> str:

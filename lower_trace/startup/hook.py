@@ -31,7 +31,7 @@ def activate() -> None:
             return
         from lower_trace import api
 
-        api._start(config)
+        api.start(config)
     except Exception as exc:  # pragma: no cover - last line of defence
         sys.stderr.write(f"lower-trace: could not switch tracing on ({type(exc).__name__}: {exc}); running untraced\n")
         try:  # untraced means untraced: TileLang's own tracer must not start in our place

@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from lower_trace.config import ENV_MODE, parse_mode_loosely
-from lower_trace.startup.seed_names import ENV_BUILTIN
+from lower_trace.integrations.builtin_tracer import ENV_BUILTIN
 
 _UNSET: Any = object()
 _said: list[bool] = []

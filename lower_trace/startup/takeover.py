@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Any
 
-from lower_trace.startup.seed_names import ENV_BUILTIN, MODULE, ORIGINALS
+from lower_trace.integrations.builtin_tracer import ENV_BUILTIN, MODULE, ORIGINALS
 
 
 def find_spec(name: str, path: Any = None, target: Any = None) -> Any:

@@ -1,4 +1,10 @@
-"""Turning names that come from kernels, passes and scripts into safe path parts."""
+"""Turning names that come from kernels, passes and scripts into safe path parts.
+
+This is how nothing is written outside the trace folder: every name that becomes part of a
+path (the script's folder, a working copy, a reproducer's folder, a test's folder) is one
+safe_component, which cannot climb out (no separator, never '.' or '..'); names read back
+from the edit index are held to the same rule (edits/entries.py).
+"""
 
 from __future__ import annotations
 
@@ -37,10 +43,3 @@ def script_name(argv: list[str] | None = None) -> str:
     if stem == "__main__":  # python -m package: name it after the package
         stem = os.path.basename(os.path.dirname(first)) or stem
     return safe_component(stem, fallback="python")
-
-
-def is_within(path: str, root: str) -> bool:
-    """True when path resolves to root or somewhere below it."""
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
-    return real == real_root or real.startswith(real_root + os.sep)

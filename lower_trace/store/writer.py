@@ -94,10 +94,3 @@ class TraceWriter:
                 if handle is not None:
                     handle.close()
             self._manifest = self._snapshots = self._ir = None
-
-    @property
-    def started(self) -> bool:
-        return self._manifest is not None
-
-
-# --- reading ---------------------------------------------------------------

@@ -14,8 +14,9 @@ from typing import Any
 from lower_trace.analysis.compare import Comparison, compiled
 from lower_trace.model import KernelTrace, PassRecord, Trace, to_json
 from lower_trace.render.compare_view import config_text, renaming_text
-from lower_trace.render.report.page import asset, block, escape_text, fill, json_for_script, page_rules, write_atomically
+from lower_trace.render.report.page import asset, block, escape_text, fill, json_for_script, page_rules
 from lower_trace.render.report.writer import pack
+from lower_trace.store.files import write_atomically
 
 # The page's JS, in the order it runs: the report's text, diff and view code, then the comparison's.
 SCRIPTS = ("diff.js", "text.js", "blame.js", "blocks.js", "view.js", "compare.js", "compare_view.js", "compare_page.js")

@@ -1,11 +1,11 @@
-"""The HTML report: one self-contained, offline file per run.
+"""The HTML report's parts: one self-contained, offline file per run.
 
 Python builds plain data; the page (assets/report.html, .css, .js, inlined
 when the file is started) builds itself from JSON blocks. The file is written
 append-only by :class:`~lower_trace.render.report.writer.ReportWriter`: the
 page head, then one block per kernel, then an end marker (see docs/report.md).
-This module holds what the page is made of; ``write_report`` rebuilds a
-report from a stored trace through the same writer.
+This module holds what the page is made of and writes nothing; from_trace.py
+rebuilds a report from a stored trace through the same writer.
 """
 
 from __future__ import annotations
@@ -14,19 +14,15 @@ import functools
 import json
 import os
 import re
-import threading
 import urllib.parse
-from collections.abc import Callable
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 from lower_trace.analysis.configs import typed_configs
 from lower_trace.analysis.timing import BETWEEN, StepTime, kernel_totals
-from lower_trace.edits.outcome import EditStatus
-from lower_trace.model import CodegenRecord, KernelTrace, RunInfo, to_json
+from lower_trace.model import CodegenRecord, EditStatus, KernelTrace, RunInfo, to_json
 from lower_trace.render import terminal
-from lower_trace.store.reader import load_trace
 
 # What the page's JS is made of, in the order it runs (each its own script element).
 SCRIPTS = (
@@ -35,7 +31,7 @@ SCRIPTS = (
 )  # fmt: skip
 PAGE_FORMAT = 2  # 1: one data block + one snapshot pack; 2: append-only kernel blocks
 
-# What each edit status means, for the page. Keyed by override.EditStatus so that a
+# What each edit status means, for the page. Keyed by model.EditStatus so that a
 # status added there without a text here fails loudly (page_rules), not silently.
 EDIT_TEXT = {
     EditStatus.SYNCED: "the working copy matches the generated source",
@@ -185,63 +181,10 @@ def kernel_summary(kernel: KernelTrace, block: int, refs: list[int], times: list
     }
 
 
-# --- files -------------------------------------------------------------------------------
+# --- the pointer page ------------------------------------------------------------------
 
 
-def write_report(run_dir: str, out_path: str | None = None, latest_link: str | None = None, progress: Callable[[int, int], None] | None = None) -> str:
-    """Build the report of the trace in run_dir at out_path (default run_dir/report.html).
-
-    Kernel by kernel through the same ReportWriter a traced run uses; written to
-    a temporary file renamed over out_path, so a failure never leaves half a
-    report (or the temporary) behind. latest_link gets a pointer page. progress(done, total)
-    is told before each kernel and at the end.
-    """
-    from lower_trace.render.report.writer import ReportWriter
-
-    trace = load_trace(run_dir)
-    out_path = os.path.abspath(out_path or os.path.join(trace.path, "report.html"))
-    tmp = f"{out_path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    writer = ReportWriter(tmp, trace.run)
-    try:
-        writer.start()
-        for done, kernel in enumerate(trace.kernels):
-            if progress:
-                progress(done, len(trace.kernels))
-            writer.add_kernel(kernel, trace.snapshot)
-        if progress:
-            progress(len(trace.kernels), len(trace.kernels))
-        writer.close()
-        os.replace(tmp, out_path)
-    except BaseException:
-        writer._release()
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
-    if latest_link:
-        write_pointer(latest_link, out_path)
-    return out_path
-
-
-def write_pointer(path: str, target: str) -> None:
-    """A tiny page at path that opens target (the seed's {dir}/{script}/report.html = latest run)."""
+def pointer_page(path: str, target: str) -> str:
+    """A tiny page, to be written at path, that opens target (the seed's {dir}/{script}/report.html = latest run)."""
     relative = os.path.relpath(target, os.path.dirname(os.path.abspath(path))).replace(os.sep, "/")
-    href = urllib.parse.quote(relative)
-    page = asset("pointer.html").replace("{{href}}", href)
-    write_atomically(path, page)
-
-
-def write_atomically(path: str, text: str) -> None:
-    """Write to a temporary file and rename it over path; never leave the temporary behind."""
-    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
+    return asset("pointer.html").replace("{{href}}", urllib.parse.quote(relative))

@@ -28,7 +28,13 @@ from collections.abc import Callable
 from lower_trace.analysis.timing import kernel_timing
 from lower_trace.model import KernelTrace, RunInfo, to_json
 from lower_trace.render.report.page import block as data_block
-from lower_trace.render.report.page import json_for_script, kernel_steps, kernel_summary, page_head, snapshot_digests, write_pointer
+from lower_trace.render.report.page import json_for_script, kernel_steps, kernel_summary, page_head, pointer_page, snapshot_digests
+from lower_trace.store.files import write_atomically
+
+
+def write_pointer(path: str, target: str) -> None:
+    """The pointer page at path that opens target (page.pointer_page), written atomically."""
+    write_atomically(path, pointer_page(path, target))
 
 
 def pack(data: object) -> str:
@@ -161,8 +167,8 @@ class ReportWriter:
             except OSError:
                 pass
 
-    def _release(self) -> None:
-        """Close the file without an end marker (the caller discards it)."""
+    def discard(self) -> None:
+        """Close the file without an end marker, for a caller that throws the file away."""
         with self._lock:
             self._closed = True
             self._release_fd()

@@ -1,5 +1,7 @@
-"""Names shared by the seed's module takeover (_takeover.py, seed_api.py) and the integrations that
-must still reach TileLang's own tracer functions (a leaf: it imports nothing of lower-trace)."""
+"""TileLang's built-in tracer module as lower-trace knows it: its name, the variable that keeps it
+TileLang's own, and where the seed's takeover (startup/takeover.py, startup/seed_shims.py) keeps
+its own functions, which the integrations must still reach. A leaf: it imports nothing, TileLang
+included, so the startup hook's takeover can use it before TileLang is imported."""
 
 from __future__ import annotations
 
