@@ -1,7 +1,9 @@
-"""Text from the compiler or the user, made safe for a terminal (pure; every layer may use it)."""
+"""Text from the compiler or the user, made safe for a terminal, and the words messages share
+(a count, a path): pure; every layer may use it."""
 
 from __future__ import annotations
 
+import os
 import re
 
 # What IR text or names could smuggle in for the terminal to obey, as ranges of code points:
@@ -51,3 +53,9 @@ def printable_lines(text: str) -> list[str]:
 def plural(count: int, one: str, many: str = "") -> str:
     """"1 kernel", "2 kernels", "1 pass", "3 passes" (many: the plural when it is not one + "s")."""
     return f"{count} {one if count == 1 else many or one + 's'}"
+
+
+def short_path(path: str) -> str:
+    """A path as messages show it: relative to the current folder when below it."""
+    relative = os.path.relpath(path)
+    return relative if not relative.startswith("..") else path

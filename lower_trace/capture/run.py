@@ -23,14 +23,14 @@ from lower_trace.capture.sink import KernelListener
 from lower_trace.capture.worker import Worker
 from lower_trace.config import Config
 from lower_trace.edits.alias import EditAlias
-from lower_trace.edits.outcome import EditOutcome, EditStatus, short_path
 from lower_trace.edits.working_copies import EditStore
-from lower_trace.model import KernelEnd, KernelStart, KernelStatus, KernelTrace, Note, RunInfo, to_json
+from lower_trace.model import CopyState, EditOutcome, EditStatus, KernelEnd, KernelStart, KernelStatus, KernelTrace, Note, RunInfo, to_json
 from lower_trace.rerun import repro
 from lower_trace.rerun.repro import ReproSpec
 from lower_trace.store.layout import REPORT, REPRO, new_run_dir, script_dir_of
 from lower_trace.store.paths import script_name
 from lower_trace.store.writer import TraceWriter
+from lower_trace.text_safety import short_path
 
 
 def spare_core() -> bool:
@@ -97,7 +97,7 @@ class TraceRun:
 
     def _warn_unused_edits(self) -> None:
         try:
-            edited = any(e["state"] == "edited" for e in EditStore(self.script_dir).entries())
+            edited = any(e.state is CopyState.EDITED for e in EditStore(self.script_dir).entries())
         except OSError:
             return
         if edited:
@@ -284,7 +284,7 @@ class TraceRun:
             return
         failed = kernel.status is KernelStatus.FAILED
         for step in kernel.codegen:
-            if step.edit_status == EditStatus.PATCHED.value and step.edit_path:
+            if step.edit_status is EditStatus.PATCHED and step.edit_path:
                 try:
                     edits.compiled(step.edit_path, failed, texts.get(step.source) if step.source else None)
                 except OSError as exc:

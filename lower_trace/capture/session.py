@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 from lower_trace.capture.sink import TraceSink
 from lower_trace.capture.worker import SnapshotRef
-from lower_trace.edits.outcome import EditOutcome, line_directive
-from lower_trace.model import CodegenRecord, ErrorInfo, FragmentLayout, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus
+from lower_trace.edits.outcome import line_directive
+from lower_trace.model import CodegenRecord, EditOutcome, ErrorInfo, FragmentLayout, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus
 from lower_trace.rerun.repro import PassBuild, ReproSpec
 from lower_trace.store.layout import digest_of
 
@@ -461,7 +461,7 @@ class CompileSession:
         extra: dict[str, Any] = {}
         if edit is not None:
             outcome, generated = edit
-            extra = dict(edit_status=outcome.status.value, edit_path=outcome.path, edit_backup=outcome.backup)
+            extra = dict(edit_status=outcome.status, edit_path=outcome.path, edit_backup=outcome.backup)
             if generated != outcome.compile_text:
                 extra["generated"] = self._store_text(generated)
         record = CodegenRecord(

@@ -14,9 +14,8 @@ from lower_trace.capture.gate import PassGate
 from lower_trace.capture.worker import Worker
 from lower_trace.config import Config
 from lower_trace.edits.alias import EditAlias
-from lower_trace.edits.outcome import EditOutcome
 from lower_trace.edits.working_copies import EditStore
-from lower_trace.model import KernelTrace, RunInfo
+from lower_trace.model import EditOutcome, KernelTrace, RunInfo
 from lower_trace.rerun.repro import ReproSpec
 
 TextOf = Callable[[str], str]

@@ -20,7 +20,7 @@ import json
 import os
 from collections.abc import Callable
 
-from lower_trace.edits.outcome import EditOutcome
+from lower_trace.model import EditOutcome
 
 OWNERS = "codegen_output.json"  # in edits/: {PATH: the working copy it is an alias of}
 

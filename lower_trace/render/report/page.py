@@ -23,8 +23,7 @@ from typing import Any
 
 from lower_trace.analysis.configs import typed_configs
 from lower_trace.analysis.timing import BETWEEN, StepTime, kernel_totals
-from lower_trace.edits.outcome import EditStatus
-from lower_trace.model import CodegenRecord, KernelTrace, RunInfo, to_json
+from lower_trace.model import CodegenRecord, EditStatus, KernelTrace, RunInfo, to_json
 from lower_trace.render import terminal
 from lower_trace.store.reader import load_trace
 
@@ -35,7 +34,7 @@ SCRIPTS = (
 )  # fmt: skip
 PAGE_FORMAT = 2  # 1: one data block + one snapshot pack; 2: append-only kernel blocks
 
-# What each edit status means, for the page. Keyed by override.EditStatus so that a
+# What each edit status means, for the page. Keyed by model.EditStatus so that a
 # status added there without a text here fails loudly (page_rules), not silently.
 EDIT_TEXT = {
     EditStatus.SYNCED: "the working copy matches the generated source",
@@ -162,7 +161,7 @@ def kernel_summary(kernel: KernelTrace, block: int, refs: list[int], times: list
     error = None
     if kernel.error is not None:
         error = {"type": kernel.error.type, "message": kernel.error.message[:SUMMARY_MESSAGE]}
-    edits = sorted({c.edit_status for c in kernel.codegen if c.edit_status})
+    edits = sorted({c.edit_status.value for c in kernel.codegen if c.edit_status is not None})
     return {
         "variant": kernel.working_copy,
         "id": kernel.kernel_id,
