@@ -18,6 +18,7 @@ from lower_trace.capture.run import TraceRun
 from lower_trace.config import Config, make_config
 from lower_trace.edits.alias import EditAlias
 from lower_trace.edits.working_copies import EditStore
+from lower_trace.model import CopyState
 from lower_trace.rerun import repro
 from lower_trace.store.layout import REPORT
 from lower_trace.store.paths import safe_component
@@ -81,7 +82,7 @@ def start(config: Config) -> TraceRun:
 def _edited_copies(script_dir: str) -> str | None:
     """The folder of a script's working copies when one of them holds an edit, else None."""
     store = EditStore(script_dir)
-    return store.root if any(entry["state"] == "edited" for entry in store.entries()) else None
+    return store.root if any(entry.state is CopyState.EDITED for entry in store.entries()) else None
 
 
 # What capture reaches outside itself (capture/ports.py): working copies, codegen_output's alias, reproducers.

@@ -31,6 +31,15 @@ class KernelStatus(str, enum.Enum):
     FAILED = "failed"
 
 
+class EditStatus(str, enum.Enum):
+    """What the three-way decision (edits/decision.py) made of a generated source's working copy."""
+
+    SYNCED = "SYNCED"
+    PATCHED = "PATCHED"
+    REGENERATED = "REGENERATED"
+    CONFLICT = "CONFLICT"
+
+
 @dataclass(frozen=True)
 class ErrorInfo:
     type: str
@@ -145,11 +154,85 @@ class CodegenRecord:
     source: str = ""  # digest of the source that was compiled ("" if none could be read)
     ms: float = 0.0
     error: ErrorInfo | None = None
-    # Edit and recompile (see edits/working_copies.py): what happened to the working copy.
-    edit_status: str = ""  # SYNCED, PATCHED, REGENERATED, CONFLICT; "" when not tracked
+    # Edit and recompile (see edits/): what happened to the working copy.
+    edit_status: EditStatus | None = None  # None when not tracked (the trace holds its value, or nothing)
     edit_path: str = ""  # the working copy
     edit_backup: str = ""  # where a conflicting edit was saved
     generated: str = ""  # digest of the fresh codegen, when something else was compiled
+
+
+# --- edit and recompile: one decision, and the listing of the working copies -------------
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    """One edit decision: what capture compiles and the user is told."""
+
+    status: EditStatus
+    path: str  # the working copy
+    compile_text: str  # what the compiler gets
+    backup: str = ""  # where an edit was saved aside (CONFLICT)
+    backup_base: str = ""  # the baseline that edit was made against
+    created: bool = False  # the working copy was written for the first time
+    siblings: tuple[str, ...] = ()  # edited working copies of this kernel's other variants
+
+    @property
+    def uses_edit(self) -> bool:
+        return self.status is EditStatus.PATCHED
+
+    def message(self, kernel: str) -> str:
+        where = short_path(self.path)
+        if self.created:
+            text = f"{kernel}: generated source saved to {where}; edit it and rerun to compile your version"
+            if self.siblings:
+                others = ", ".join(short_path(p) for p in self.siblings[:3])
+                if len(self.siblings) > 3:
+                    others += f" and {len(self.siblings) - 3} more"
+                verb = "is" if len(self.siblings) == 1 else "are"
+                noun = "edit" if len(self.siblings) == 1 else "edits"
+                text += f" (your {noun} in {others} {verb} for other variants of {kernel}, so not used here; `lower-trace edits` says which is which)"
+            return text
+        if self.status is EditStatus.PATCHED:
+            return f"{kernel}: PATCHED, compiling your edit of {where}"
+        if self.status is EditStatus.REGENERATED:
+            return f"{kernel}: REGENERATED, codegen changed; {where} now holds the new source"
+        if self.status is EditStatus.CONFLICT:
+            return (
+                f"{kernel}: CONFLICT, codegen changed and {where} was edited; compiling the new codegen. "
+                f"Your edit is saved in {short_path(self.backup)}; to re-apply it: "
+                f"diff -u {short_path(self.backup_base)} {short_path(self.backup)} | patch {where}"
+            )
+        return f"{kernel}: SYNCED, {where}"
+
+
+class CopyState(str, enum.Enum):
+    """A working copy's text against its baseline, as `lower-trace edits` says it."""
+
+    AS_GENERATED = "as generated"
+    EDITED = "edited"
+    MISSING = "missing"
+
+
+class StaleReason(str, enum.Enum):
+    """Why a working copy's variant no longer compiles as the copy stands (docs/edits.md)."""
+
+    FAILED = "compile failed"  # the last compile that used this edit, as the file holds it now, failed
+    CODE_CHANGED = "code changed"  # the kernel's code changed and this variant was not compiled since
+
+
+@dataclass(frozen=True)
+class WorkingCopy:
+    """One working copy, as `lower-trace edits` lists it."""
+
+    kernel: str
+    signature: str
+    role: str
+    language: str
+    file: str  # its name in edits/
+    path: str
+    state: CopyState
+    variant: str  # what tells it apart from the kernel's other copies
+    stale: StaleReason | None = None
 
 
 @dataclass(frozen=True)
@@ -269,55 +352,7 @@ def kernel_list(kernels: Sequence[KernelTrace], limit: int = 8) -> str:
     return shown + (f", ... and {len(kernels) - limit} more (`lower-trace list` shows them)" if len(kernels) > limit else "")
 
 
-# --- edits and reproducers: what capture shares with edits/ and rerun/ --------------
-
-
-class EditStatus(str, enum.Enum):
-    SYNCED = "SYNCED"
-    PATCHED = "PATCHED"
-    REGENERATED = "REGENERATED"
-    CONFLICT = "CONFLICT"
-
-
-@dataclass(frozen=True)
-class EditOutcome:
-    """What one three-way decision about a working copy says (edits/working_copies.py)."""
-
-    status: EditStatus
-    path: str  # the working copy
-    compile_text: str  # what the compiler gets
-    backup: str = ""  # where an edit was saved aside (CONFLICT)
-    backup_base: str = ""  # the baseline that edit was made against
-    created: bool = False  # the working copy was written for the first time
-    siblings: tuple[str, ...] = ()  # edited working copies of this kernel's other variants
-
-    @property
-    def uses_edit(self) -> bool:
-        return self.status is EditStatus.PATCHED
-
-    def message(self, kernel: str) -> str:
-        where = short_path(self.path)
-        if self.created:
-            text = f"{kernel}: generated source saved to {where}; edit it and rerun to compile your version"
-            if self.siblings:
-                others = ", ".join(short_path(p) for p in self.siblings[:3])
-                if len(self.siblings) > 3:
-                    others += f" and {len(self.siblings) - 3} more"
-                verb = "is" if len(self.siblings) == 1 else "are"
-                noun = "edit" if len(self.siblings) == 1 else "edits"
-                text += f" (your {noun} in {others} {verb} for other variants of {kernel}, so not used here; `lower-trace edits` says which is which)"
-            return text
-        if self.status is EditStatus.PATCHED:
-            return f"{kernel}: PATCHED, compiling your edit of {where}"
-        if self.status is EditStatus.REGENERATED:
-            return f"{kernel}: REGENERATED, codegen changed; {where} now holds the new source"
-        if self.status is EditStatus.CONFLICT:
-            return (
-                f"{kernel}: CONFLICT, codegen changed and {where} was edited; compiling the new codegen. "
-                f"Your edit is saved in {short_path(self.backup)}; to re-apply it: "
-                f"diff -u {short_path(self.backup_base)} {short_path(self.backup)} | patch {where}"
-            )
-        return f"{kernel}: SYNCED, {where}"
+# --- reproducers: what capture shares with rerun/ --------------
 
 
 @dataclass(frozen=True)
@@ -420,6 +455,10 @@ def _layout_from(data: dict[str, Any]) -> FragmentLayout:
 def codegen_from_json(data: dict[str, Any]) -> CodegenRecord:
     values = _known(CodegenRecord, data)
     values["error"] = _error_from(values.get("error"))
+    status = values.get("edit_status")
+    if status is not None and not isinstance(status, str):
+        raise ValueError("edit_status is not a string")
+    values["edit_status"] = EditStatus(status) if status else None  # an unknown word: ValueError, a damaged record
     return CodegenRecord(**values)
 
 

@@ -204,7 +204,7 @@ def test_an_old_index_is_migrated_without_losing_an_edit(user, tmp_path):
     folder = edits_dir(tmp_path)
     # What lower-trace wrote before variants: index.json keyed "kernel|signature|role", nothing else.
     entries = EditStore(str(folder.parent)).entries()
-    old = {f"{e['kernel']}|{e['signature']}|{e['role']}": {key: e[key] for key in ("file", "kernel", "role", "language")} for e in entries}
+    old = {f"{e.kernel}|{e.signature}|{e.role}": {key: getattr(e, key) for key in ("file", "kernel", "role", "language")} for e in entries}
     shutil.rmtree(folder / ".variants")
     os.remove(folder / "index.log")
     (folder / "index.json").write_text(json.dumps(old))
@@ -220,10 +220,10 @@ def test_an_old_index_is_migrated_without_losing_an_edit(user, tmp_path):
     created = next(line for line in proc.stderr.splitlines() if five in line)
     assert f"(your edit in {os.path.relpath(folder / 'scale.c', tmp_path)} is for other variants of scale, so not used here" in created
     assert json.load(open(folder / "index.json"))["format"] == 2  # rewritten in today's format
-    rows = {e["file"]: e for e in EditStore(str(folder.parent)).entries()}
+    rows = {e.file: e for e in EditStore(str(folder.parent)).entries()}
     assert sorted(rows) == sorted(["scale.c", five, "vector_add.c"])
-    assert rows["scale.c"]["state"] == "edited" and "T.float32(3.0)" in rows["scale.c"]["variant"]
-    assert not any("older lower-trace" in row["variant"] for row in rows.values())  # each matched a variant
+    assert rows["scale.c"].state == "edited" and "T.float32(3.0)" in rows["scale.c"].variant
+    assert not any("older lower-trace" in row.variant for row in rows.values())  # each matched a variant
 
 
 def test_a_bad_edit_shows_the_compiler_error_in_the_users_file_and_is_kept(user, tmp_path):
@@ -441,7 +441,7 @@ def test_three_way_decisions_on_files(tmp_path):
     assert store.resolve("gemm", "sig-a", "device", "cuda", "v4").created
     host = store.resolve("gemm", "sig-a", "host", "c", "h1")
     assert os.path.basename(host.path) == "gemm.host.c"
-    assert sorted(e["file"] for e in EditStore(str(tmp_path)).entries()) == sorted(["gemm.cu", os.path.basename(regenerated.path), "gemm.host.c"])
+    assert sorted(e.file for e in EditStore(str(tmp_path)).entries()) == sorted(["gemm.cu", os.path.basename(regenerated.path), "gemm.host.c"])
 
 
 def test_terminal_mode_says_edits_are_not_used_and_still_traces(user, run_python, tmp_path):
@@ -545,7 +545,7 @@ def test_other_pass_configs_are_other_variants_and_the_listing_says_so(tmp_path)
     plain = store.resolve("scale", "sig", "device", "c", "// plain\n", tir=text, config="target=c")
     vectorized = store.resolve("scale", "sig", "device", "c", "// other\n", tir=text, config="target=c; tl.disable_vectorize=T.bool(True)")
     assert plain.path != vectorized.path and vectorized.created
-    rows = {os.path.basename(e["path"]): e["variant"] for e in EditStore(str(tmp_path)).entries()}
+    rows = {os.path.basename(e.path): e.variant for e in EditStore(str(tmp_path)).entries()}
     assert rows == {"scale.c": "target=c", os.path.basename(vectorized.path): "target=c; tl.disable_vectorize=T.bool(True)"}
 
 
@@ -581,7 +581,7 @@ def test_a_sweep_costs_the_same_per_compile_however_many_variants(tmp_path, monk
         # A few files per compile (the lock, its copy, its baseline, an index line), the same at
         # the 100th as at the 2nd; at most one more when the index is rewritten whole.
         assert max(opens[-20:]) <= max(opens[1:21]) <= 6 and max(opens[1:]) <= max(opens[1:21]) + 1, (label, opens)
-    assert len({e["file"] for e in EditStore(str(tmp_path)).entries()}) == 100
+    assert len({e.file for e in EditStore(str(tmp_path)).entries()}) == 100
 
 
 CONCURRENT = """
@@ -641,11 +641,11 @@ def test_edits_tells_every_variant_of_a_sweep_apart(tmp_path, kernels):
         store.resolve("gemm", "sig", "device", "cuda", f"// gemm {bm} {bn} {stages}\n", tir=_tir_of(func))
     rows = EditStore(str(tmp_path)).entries()
     assert len(rows) == len(configs)
-    descriptions = [row["variant"] for row in rows]
+    descriptions = [row.variant for row in rows]
     assert len(set(descriptions)) == len(configs), descriptions
-    by_file = {row["file"]: row["variant"] for row in rows}
+    by_file = {row.file: row.variant for row in rows}
     for bm, bn, stages in configs:
-        (name,) = [row["file"] for row in rows if f"// gemm {bm} {bn} {stages}" in open(row["path"]).read()]
+        (name,) = [row.file for row in rows if f"// gemm {bm} {bn} {stages}" in open(row.path).read()]
         print(by_file[name])
         assert f"num_stages={stages}" in by_file[name].replace(" ", "") or f"num_stages\": {stages}" in by_file[name], by_file[name]
 
@@ -656,6 +656,6 @@ def test_other_code_is_quoted_with_the_variants_own_literals(tmp_path, kernels):
         store.resolve("scale", "sig", "device", "c", f"// scale {factor}\n", tir=_tir_of(kernels.scale_c(factor=factor)))
     plus = kernels.scale_plus_c(factor=7.0)
     store.resolve("scale", "sig", "device", "c", "// plus 7\n", tir=_tir_of(plus))
-    rows = {open(row["path"]).read(): row["variant"] for row in EditStore(str(tmp_path)).entries()}
+    rows = {open(row.path).read(): row.variant for row in EditStore(str(tmp_path)).entries()}
     # The +1 kernel is code of its own: what it shows as "other code" has its own factor, 7.
     assert "7" in rows["// plus 7\n"] and "3.0" not in rows["// plus 7\n"] and "5.0" not in rows["// plus 7\n"]

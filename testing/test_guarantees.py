@@ -225,7 +225,7 @@ def test_hostile_kernel_names_never_write_outside(tmp_path):
     written = {os.path.realpath(p) for p in glob.glob(str(tmp_path / "**"), recursive=True, include_hidden=True)}
     inside = os.path.realpath(store.root)
     assert written - {os.path.realpath(tmp_path), os.path.realpath(tmp_path / "script")} == {p for p in written if p == inside or p.startswith(inside + os.sep)}
-    files = {e["file"] for e in store.entries()}
+    files = {e.file for e in store.entries()}
     assert len(files) == len(HOSTILE_NAMES)  # none collapsed into another
 
 

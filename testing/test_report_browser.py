@@ -456,7 +456,7 @@ def test_every_edit_status_has_its_badge_and_note(browser, tmp_path, real_trace)
     (codegen,) = base.codegen
     writer = ReportWriter(str(tmp_path / "edits.html"), real_trace.run)
     for i, status in enumerate(EditStatus, 1):
-        step = dataclasses.replace(codegen, kernel=f"k{i}", edit_status=status.value, edit_path=f"/edits/{status.value}.c")
+        step = dataclasses.replace(codegen, kernel=f"k{i}", edit_status=status, edit_path=f"/edits/{status.value}.c")
         writer.add_kernel(dataclasses.replace(base, kernel_id=f"k{i}", name=f"scale_{status.value}", codegen=(step,)), real_trace.snapshot)
     path = writer.close()
     view = Page(browser, path, f"#k1/{codegen.seq}")

@@ -14,11 +14,19 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import CodeType, FrameType
+from typing import NamedTuple
 
 _FACTORY_CALL = re.compile(r"([A-Za-z_]\w*)\s*\([^()]*\)\s*\(")
 _CALLED = re.compile(r"=\s*([A-Za-z_][\w.]*)\s*\(\s*\w+\s*\)\s*$")
 _MAX_FRAMES = 24
+
+
+class FactoryRef(NamedTuple):
+    """A pass factory by where an import finds it: ``module.name`` (tilelang.transform, ThreadSync)."""
+
+    module: str
+    name: str
 
 
 @dataclass(frozen=True)
@@ -26,13 +34,13 @@ class CallSite:
     function: str  # qualified name, e.g. "CUDAPassPipelineBody"
     filename: str
     lineno: int
-    frame: Any = field(default=None, compare=False, repr=False)  # the frame itself (only while the pass starts)
+    frame: FrameType | None = field(default=None, compare=False, repr=False)  # the frame itself (only while the pass starts)
 
     def source_line(self) -> str:
         return linecache.getline(self.filename, self.lineno).strip()
 
 
-def call_sites(skip_dirs: Sequence[str], marker: Any = None, limit: int = 8) -> tuple[list[CallSite], int]:
+def call_sites(skip_dirs: Sequence[str], marker: CodeType | None = None, limit: int = 8) -> tuple[list[CallSite], int]:
     """Python frames that called into the compiler, innermost first, skipping library internals.
 
     With a `marker` code object (e.g. ``Pass.__call__``) the whole stack is walked
@@ -42,7 +50,7 @@ def call_sites(skip_dirs: Sequence[str], marker: Any = None, limit: int = 8) -> 
     prefixes = tuple(os.path.join(d, "") for d in skip_dirs)
     sites: list[CallSite] = []
     marked = 0
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     seen = 0
     while frame is not None and seen < _MAX_FRAMES:
         code = frame.f_code
@@ -68,14 +76,22 @@ def factory_name(site: CallSite) -> str | None:
     return called.group(1).rsplit(".", 1)[-1] if called else None
 
 
+class CallArg(NamedTuple):
+    """One argument of a factory call, as written on the line."""
+
+    keyword: str  # "" for a positional one
+    source: str
+    code: CodeType  # the expression, compiled
+
+
 @dataclass(frozen=True)
 class CallShape:
     """``Factory(args)(mod)`` on a line: the factory as written and each argument, compiled.
     simple: no argument calls anything (only names, attributes, literals, operators)."""
 
     factory: str
-    factory_code: Any
-    args: tuple[tuple[str, str, Any], ...]  # (keyword, or "" for a positional one; its source; its code)
+    factory_code: CodeType
+    args: tuple[CallArg, ...]
     simple: bool
 
 
@@ -120,7 +136,7 @@ def _parse_call(filename: str, lineno: int) -> CallShape | None:
         if any(isinstance(arg, ast.Starred) for arg in inner.args) or any(kw.arg is None for kw in inner.keywords):
             return None  # *args / **kwargs: not written down here
         pairs = [("", arg) for arg in inner.args] + [(str(kw.arg), kw.value) for kw in inner.keywords]
-        args = tuple((key, ast.unparse(expr), compile(ast.Expression(expr), filename, "eval")) for key, expr in pairs)
+        args = tuple(CallArg(key, ast.unparse(expr), compile(ast.Expression(expr), filename, "eval")) for key, expr in pairs)
         simple = not any(isinstance(sub, (ast.Call, ast.Lambda, ast.NamedExpr, ast.Yield, ast.Await)) for _, expr in pairs for sub in ast.walk(expr))
         factory = ast.unparse(inner.func)
         return CallShape(factory, compile(ast.Expression(inner.func), filename, "eval"), args, simple)

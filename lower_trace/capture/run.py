@@ -271,7 +271,7 @@ class TraceRun:
             return
         failed = kernel.status is KernelStatus.FAILED
         for step in kernel.codegen:
-            if step.edit_status == EditStatus.PATCHED.value and step.edit_path:
+            if step.edit_status is EditStatus.PATCHED and step.edit_path:
                 try:
                     edits.compiled(step.edit_path, failed, texts.get(step.source) if step.source else None)
                 except OSError as exc:

@@ -472,7 +472,7 @@ class CompileSession:
         extra: dict[str, Any] = {}
         if edit is not None:
             outcome, generated = edit
-            extra = dict(edit_status=outcome.status.value, edit_path=outcome.path, edit_backup=outcome.backup)
+            extra = dict(edit_status=outcome.status, edit_path=outcome.path, edit_backup=outcome.backup)
             if generated != outcome.compile_text:
                 extra["generated"] = self._store_text(generated)
         record = CodegenRecord(

@@ -10,13 +10,31 @@ user's compile, so a tracer fault becomes one warning instead.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from lower_trace.capture.session import OpenPass
+
+# TVM's objects (an IRModule, a PassInfo) are untyped here: typings/tvm types TVM as Any.
+IRModule = Any
+PassInfo = Any
+T = TypeVar("T")
+
+
+class PassEvents(Protocol):
+    """What the tracker reports each pass to: a compile session (capture/session.py)."""
+
+    def pass_started(self, mod: IRModule, name: str, depth: int, parent: OpenPass | None) -> OpenPass: ...
+    def pass_finished(self, open_pass: OpenPass, mod: IRModule) -> None: ...
+    def passes_interrupted(self, open_passes: list[OpenPass], error: BaseException | None = None) -> None: ...
+    def should_run(self, mod: IRModule, name: str, depth: int, parent: OpenPass | None) -> bool: ...
+    def tracer_fault(self, exc: BaseException) -> None: ...
 
 
 class PassTracker:
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: PassEvents) -> None:
         self.session = session
-        self._stack: list[Any] = []  # open passes, outermost first
+        self._stack: list[OpenPass | None] = []  # open passes, outermost first (None: one whose start faulted)
 
     def enter_pass_ctx(self) -> None:
         self._stack = []
@@ -30,19 +48,19 @@ class PassTracker:
             error = sys.exc_info()[1]
             self._guard(self.session.passes_interrupted, [frame for frame in open_passes if frame is not None], error)
 
-    def run_before_pass(self, mod: Any, info: Any) -> None:
+    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
         parent = next((frame for frame in reversed(self._stack) if frame is not None), None)
         frame = self._guard(self.session.pass_started, mod, info.name, len(self._stack), parent)
         self._stack.append(frame)
 
-    def run_after_pass(self, mod: Any, info: Any) -> None:
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         if not self._stack:
             return
         frame = self._stack.pop()
         if frame is not None:
             self._guard(self.session.pass_finished, frame, mod)
 
-    def _guard(self, func: Any, *args: Any) -> Any:
+    def _guard(self, func: Callable[..., T], *args: object) -> T | None:
         try:
             return func(*args)
         except Exception as exc:  # the tracer must never break the compile
@@ -54,7 +72,7 @@ class GatedTracker(PassTracker):
     """The tracker with TVM's ``should_run``: in a child of lower-trace bisect, the run's gate
     decides which passes run (a separate class, so tracing without bisect pays nothing for it)."""
 
-    def should_run(self, mod: Any, info: Any) -> bool:
+    def should_run(self, mod: IRModule, info: PassInfo) -> bool:
         parent = next((frame for frame in reversed(self._stack) if frame is not None), None)
         decided = self._guard(self.session.should_run, mod, info.name, len(self._stack), parent)
         return True if decided is None else bool(decided)  # a tracer fault never skips a pass

@@ -10,7 +10,7 @@ from typing import Any
 
 from lower_trace.cli.options import add_color, add_trace, color_wanted_by, print_json
 from lower_trace.cli.selection import UsageError, kernels_of, no_pass, select_steps, step_name
-from lower_trace.model import CodegenRecord, KernelTrace, Trace, kernel_list
+from lower_trace.model import CodegenRecord, EditStatus, KernelTrace, Trace, kernel_list
 from lower_trace.store.layout import TraceNotFound, list_runs
 from lower_trace.store.reader import load_trace
 
@@ -121,7 +121,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         failed = f" {kernel.failed_count:>2} failed" if kernel.failed_count or state == "ok" else " " * 10
         took = "" if state == "did not finish" else f" {kernel.ms:>8.1f} ms"
         # Which variant: its working copy, as `lower-trace edits` names it, and what became of it.
-        edited = sorted({c.edit_status for c in kernel.codegen if c.edit_status and c.edit_status != "SYNCED"})
+        edited = sorted({c.edit_status.value for c in kernel.codegen if c.edit_status not in (None, EditStatus.SYNCED)})
         variant = "  " + " ".join([kernel.working_copy, *edited]) if kernel.working_copy else ""
         print(
             f"  {kernel.kernel_id:<4} {printable(kernel.name):<24} {printable(kernel.target):<20} {state:<14}"

@@ -18,30 +18,27 @@ variant; the same code with other literals is another variant; changed code take
 over the working copy of the variant it succeeds (see ``_variant_file``).
 
 On every traced compile, for each generated source (device, and host where it is
-compiled from source), the working copy, the baseline and the latest codegen decide:
-
-    working == baseline, latest == baseline  -> SYNCED       compile latest
-    working != baseline, latest == baseline  -> PATCHED      compile the working copy
-    working == baseline, latest != baseline  -> REGENERATED  refresh the copy, compile latest
-    both changed (and working != latest)     -> CONFLICT     keep the edit aside, refresh, compile latest
-
-No edit is ever lost: a working copy is only overwritten after it has been saved
-aside, and the message says how to bring it back. Pure Python; no tvm import.
+compiled from source), the working copy, the baseline and the latest codegen decide
+(decision.py, whose table says each case): SYNCED, PATCHED (the edit is compiled),
+REGENERATED or CONFLICT (the edit is kept aside). No edit is ever lost: a working copy
+is only overwritten after it has been saved aside, and the message says how to bring it
+back. Pure Python; no tvm import.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
 import time
 from collections.abc import Iterator
-from typing import Any
 
-from lower_trace.edits.entries import CODE_CHANGED, FAILED, left_behind, migrate, text_digest, valid
-from lower_trace.edits.variants import Variant, align, analyse, source_skeleton, tell_apart
-from lower_trace.model import EditOutcome, EditStatus
+from lower_trace.edits.decision import decide
+from lower_trace.edits.entries import Group, IndexEntry, left_behind, text_digest
+from lower_trace.edits.variants import Alignment, Variant, align, analyse, source_skeleton, tell_apart
+from lower_trace.model import CopyState, EditOutcome, StaleReason, WorkingCopy
 from lower_trace.store.files import write_atomically
 from lower_trace.store.layout import EDITS
 from lower_trace.store.paths import safe_component
@@ -55,13 +52,6 @@ EXTENSIONS = {"cuda": ".cu", "hip": ".hip", "c": ".c", "metal": ".metal", "wgsl"
 SUCCESSOR_SIMILARITY = 0.5  # changed code takes over a variant's copy only if it is mostly that code
 _HISTORY = 8  # older codes remembered per working copy
 
-Group = tuple[str, str, str, str]  # kernel, signature, role, language
-
-
-def _group(entry: dict[str, Any]) -> Group:
-    return (entry["kernel"], entry["signature"], entry["role"], entry["language"])
-
-
 class EditStore:
     """The working copies of one script (one folder, shared by all its runs).
 
@@ -74,7 +64,7 @@ class EditStore:
 
     def __init__(self, script_dir: str) -> None:
         self.root = os.path.join(script_dir, EDITS)
-        self._copies: dict[str, dict[str, Any]] = {}  # file -> entry
+        self._copies: dict[str, IndexEntry] = {}  # file -> entry
         self._by_variant: dict[tuple[Group, str], str] = {}
         self._groups: dict[Group, list[str]] = {}  # files in creation order
         self._links: dict[tuple[Group, str], set[str]] = {}  # code -> the older codes its copies came from
@@ -83,12 +73,12 @@ class EditStore:
         self._prior: set[tuple[Group, str]] = set()  # codes a group had before this run made any
         self._claimed: set[str] = set()  # copies a variant of this run compiled with
         self._open: dict[Group, dict[str, None]] = {}  # per group, its copies not claimed yet, oldest first
-        self._projections: dict[tuple[str, str], tuple[Any, dict[tuple[str, ...], list[str]]]] = {}
+        self._projections: dict[tuple[str, str], tuple[Alignment, dict[tuple[str, ...], list[str]]]] = {}
         self._made: set[str] = set()  # copies this run created or handed to changed code
         self._fresh: set[str] = set()  # copies (re)read from the files by the refresh in progress
         self._edited: dict[str, set[str]] = {}  # kernel -> its edited copies (the siblings hint)
         self._legacy_base: dict[str, str | None] = {}
-        self._stamp: tuple[Any, Any] | None = None
+        self._stamp: tuple[_Stat | None, _Stat | None] | None = None
         self._journal_at = 0  # bytes of index.log read
         self._journal_lines = 0
         self._rewrite = False  # the index on disk is in the old format: write it whole
@@ -124,8 +114,8 @@ class EditStore:
         # The codes the group has now, as read (not each step of the journal), and not made by this run.
         for name in self._fresh - self._made:
             entry = self._copies.get(name)
-            if entry is not None and entry["variant"]:
-                self._prior.add((_group(entry), entry["skeleton"]))
+            if entry is not None and entry.variant:
+                self._prior.add((entry.group, entry.skeleton))
         self._fresh.clear()
 
     def _load_index(self) -> None:
@@ -142,13 +132,13 @@ class EditStore:
         if "format" in data:
             copies = data.get("copies")
             for name, entry in (copies.items() if isinstance(copies, dict) else ()):
-                self._apply(name, entry)
+                self._apply(name, IndexEntry.parse(name, entry))
         else:  # format 1: one copy per kernel, signature and role; they become copies to match
             self._rewrite = bool(data)
             for order, (key, entry) in enumerate(sorted(data.items(), key=lambda item: str(item[0])), start=-len(data)):
-                migrated = migrate(key, entry, order)
+                migrated = IndexEntry.migrate(key, entry, order)
                 if migrated is not None:
-                    self._apply(entry["file"], migrated)
+                    self._apply(*migrated)
 
     def _read_journal(self) -> None:
         try:
@@ -164,50 +154,49 @@ class EditStore:
             except ValueError:
                 continue
             if isinstance(record, dict) and isinstance(record.get("file"), str):
-                self._apply(record["file"], record.get("entry"))
+                self._apply(record["file"], IndexEntry.parse(record["file"], record.get("entry")))
                 self._journal_lines += 1
                 self._projections = {}  # another process's changes
         self._journal_at += end
 
-    def _apply(self, name: str, entry: Any) -> None:
-        """Take one entry into memory (a hand-edited index must not break the compile)."""
-        entry = valid(name, entry)
+    def _apply(self, name: str, entry: IndexEntry | None) -> None:
+        """Take one entry into memory (None: one that was not well formed, skipped)."""
         if entry is None:
             return
         previous = self._copies.get(name)
         if previous is not None:
-            if self._by_variant.get((_group(previous), previous["variant"])) == name:
-                del self._by_variant[(_group(previous), previous["variant"])]
-            if _group(previous) != _group(entry):
-                self._groups[_group(previous)].remove(name)
-                self._open.get(_group(previous), {}).pop(name, None)
+            if self._by_variant.get((previous.group, previous.variant)) == name:
+                del self._by_variant[(previous.group, previous.variant)]
+            if previous.group != entry.group:
+                self._groups[previous.group].remove(name)
+                self._open.get(previous.group, {}).pop(name, None)
                 previous = None
         self._copies[name] = entry
-        group = _group(entry)
+        group = entry.group
         if previous is None:
             files = self._groups.setdefault(group, [])
             files.append(name)
-            if len(files) > 1 and self._copies[files[-2]]["order"] > entry["order"]:
-                files.sort(key=lambda f: self._copies[f]["order"])
+            if len(files) > 1 and self._copies[files[-2]].order > entry.order:
+                files.sort(key=lambda f: self._copies[f].order)
             if name not in self._claimed:
                 self._open.setdefault(group, {})[name] = None
-        if entry["variant"]:
-            self._by_variant.setdefault((group, entry["variant"]), name)
-            self._links.setdefault((group, entry["skeleton"]), set()).update(entry["from"])
-            self._ref_of.setdefault(entry["skeleton"], entry["reference"])
+        if entry.variant:
+            self._by_variant.setdefault((group, entry.variant), name)
+            self._links.setdefault((group, entry.skeleton), set()).update(entry.history)
+            self._ref_of.setdefault(entry.skeleton, entry.reference)
         self._fresh.add(name)
-        self._order = max(self._order, entry["order"] + 1, entry["taken"] + 1)
+        self._order = max(self._order, entry.order + 1, entry.taken + 1)
 
     def _save(self, name: str) -> None:
         """Record one changed entry: a line appended, or the whole index now and then."""
         if self._rewrite or self._journal_lines >= max(64, len(self._copies)):
-            payload = {"format": FORMAT, "copies": self._copies}
+            payload = {"format": FORMAT, "copies": {name: entry.to_json() for name, entry in self._copies.items()}}
             _write(os.path.join(self.root, INDEX), json.dumps(payload, indent=1, sort_keys=True) + "\n")
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(self.root, JOURNAL))
             self._journal_at, self._journal_lines, self._rewrite = 0, 0, False
         else:
-            line = json.dumps({"file": name, "entry": self._copies[name]}, sort_keys=True) + "\n"
+            line = json.dumps({"file": name, "entry": self._copies[name].to_json()}, sort_keys=True) + "\n"
             path = os.path.join(self.root, JOURNAL)
             with open(path, "ab") as handle:
                 if handle.tell() > self._journal_at:  # someone's torn line: end it first
@@ -249,9 +238,9 @@ class EditStore:
             name, order, history = self._new_name(group, variant), self._order, []
         else:
             old = self._copies[name]
-            order, history = old["order"], [code for code in old["from"] if code != old["skeleton"]]
-            if old["skeleton"] and old["skeleton"] != variant.skeleton:
-                history.append(old["skeleton"])
+            order, history = old.order, [code for code in old.history if code != old.skeleton]
+            if old.skeleton and old.skeleton != variant.skeleton:
+                history.append(old.skeleton)
         self._claim(group, name)
         self._made.add(name)
         self._take(name, group, variant, order, history[-_HISTORY:])
@@ -270,8 +259,8 @@ class EditStore:
         families: dict[str, list[str]] = {}  # stored TIR -> the unclaimed copies made from it
         for name in self._unclaimed(group):
             entry = self._copies[name]
-            if entry["variant"] and entry["skeleton"] != variant.skeleton and (codes is None or entry["skeleton"] in codes):
-                families.setdefault(entry["reference"], []).append(name)
+            if entry.variant and entry.skeleton != variant.skeleton and (codes is None or entry.skeleton in codes):
+                families.setdefault(entry.reference, []).append(name)
         best: tuple[int, int] | None = None
         chosen = None
         for reference, names in families.items():
@@ -294,12 +283,12 @@ class EditStore:
                     agree = sum(a == b for a, b in zip(literals, wanted))
                     candidates.extend((agree, name) for name in members if name in open_names)
             for agree, name in candidates:
-                score = (-agree, self._copies[name]["order"])
+                score = (-agree, self._copies[name].order)
                 if best is None or score < best:
                     best, chosen = score, name
         return chosen
 
-    def _projected(self, reference: str, variant: Variant) -> tuple[Any, dict[tuple[str, ...], list[str]]] | None:
+    def _projected(self, reference: str, variant: Variant) -> tuple[Alignment, dict[tuple[str, ...], list[str]]] | None:
         """How a stored TIR's literals align with this code, and its copies by their aligned
         literals (built once per pair of codes)."""
         key = (reference, variant.skeleton)
@@ -310,23 +299,23 @@ class EditStore:
             alignment = align(old_text, variant.text)
             by_literals: dict[tuple[str, ...], list[str]] = {}
             for name, entry in self._copies.items():
-                constants = self._constants(entry) if entry["reference"] == reference else None
+                constants = self._constants(entry) if entry.reference == reference else None
                 if constants is not None:
-                    literals = tuple(constants[i] for i, _ in alignment.pairs) + (entry["config"],)
+                    literals = tuple(constants[i] for i, _ in alignment.pairs) + (entry.config,)
                     by_literals.setdefault(literals, []).append(name)
             self._projections[key] = (alignment, by_literals)
         return self._projections[key]
 
     def _legacy_match(self, group: Group, latest: str) -> str | None:
         for name in self._unclaimed(group):
-            if not self._copies[name]["variant"] and self._legacy_baseline(name) == latest:
+            if not self._copies[name].variant and self._legacy_baseline(name) == latest:
                 return name
         return None
 
     def _legacy_successor(self, group: Group, latest: str) -> str | None:
         """An old copy of other generated code (not just other literals): the code changed."""
         for name in self._unclaimed(group):
-            if not self._copies[name]["variant"]:
+            if not self._copies[name].variant:
                 baseline = self._legacy_baseline(name)
                 if baseline is not None and source_skeleton(baseline) != source_skeleton(latest):
                     return name
@@ -361,15 +350,15 @@ class EditStore:
 
     def _take(self, name: str, group: Group, variant: Variant, order: int, history: list[str]) -> None:
         """The copy `name` now belongs to `variant` (a new copy, or one that changed code takes over)."""
-        kernel, signature, role, language = group
         reference = self._reference_for(variant)
         base = analyse(self._ref_text(reference) or variant.text).constants
-        differs = {str(i): c for i, (c, b) in enumerate(zip(variant.constants, base)) if c != b}
-        entry: dict[str, object] = dict(kernel=kernel, signature=signature, role=role, language=language, variant=variant.key, skeleton=variant.skeleton)
+        differs = tuple((i, c) for i, (c, b) in enumerate(zip(variant.constants, base)) if c != b)
         # `taken` orders take-overs (which code the kernel left, see left_behind); a failed edit stays failed.
-        failed = self._copies[name]["failed"] if name in self._copies else ""
-        entry.update({"reference": reference, "constants": differs, "config": variant.config, "order": order, "from": history})
-        entry.update(taken=self._order, failed=failed)
+        failed = self._copies[name].failed if name in self._copies else ""
+        entry = IndexEntry(
+            *group, variant=variant.key, skeleton=variant.skeleton, reference=reference, config=variant.config,
+            constants=differs, order=order, taken=self._order, failed=failed, history=tuple(history),
+        )
         self._apply(name, entry)
 
     def _reference_for(self, variant: Variant) -> str:
@@ -392,14 +381,14 @@ class EditStore:
             self._ref_texts[reference] = _read(os.path.join(self.root, VARIANTS, f"{reference}.tir"))
         return self._ref_texts[reference]
 
-    def _constants(self, entry: dict[str, Any]) -> tuple[str, ...] | None:
-        text = self._ref_text(entry["reference"])
+    def _constants(self, entry: IndexEntry) -> tuple[str, ...] | None:
+        text = self._ref_text(entry.reference)
         if text is None:
             return None
         values = list(analyse(text).constants)
-        for index, value in entry["constants"].items():
-            if int(index) < len(values):
-                values[int(index)] = value
+        for index, value in entry.constants:
+            if index < len(values):
+                values[index] = value
         return tuple(values)
 
     # --- the decision ---------------------------------------------------------------------
@@ -413,7 +402,7 @@ class EditStore:
         variant = analyse(tir, config)
         with self._locked():
             self._refresh()
-            name = self._variant_file((kernel, signature, role, language), variant, latest)
+            name = self._variant_file(Group(kernel, signature, role, language), variant, latest)
             outcome = self._decide(name, latest)
             if outcome.created:
                 outcome = EditOutcome(outcome.status, outcome.path, outcome.compile_text, created=True, siblings=self._edited_siblings(kernel, name))
@@ -423,38 +412,22 @@ class EditStore:
             return outcome
 
     def _decide(self, name: str, latest: str) -> EditOutcome:
+        """The three-way decision (decision.py) on this copy's files, carried out."""
         working_path = os.path.join(self.root, name)
         baseline_path = os.path.join(self.root, BASELINE, name)
         working = _read(working_path)
         baseline = _read(baseline_path)
         self._legacy_base.pop(name, None)
-        if working is None or baseline is None:
-            if working is not None and working != latest:
-                # A working copy without a baseline (baseline deleted by hand): keep it as an edit.
-                backup, base = self._set_aside(name, working, baseline or "")
-                _write(baseline_path, latest)
-                _write(working_path, latest)
-                return EditOutcome(EditStatus.CONFLICT, working_path, latest, backup, base)
+        decision = decide(working, baseline, latest)
+        backup = base = ""
+        if decision.set_aside and working is not None:
+            backup, base = self._set_aside(name, working, baseline or "")
+        if decision.write_baseline:
             _write(baseline_path, latest)
+        if decision.write_copy:
             _write(working_path, latest)
-            return EditOutcome(EditStatus.SYNCED, working_path, latest, created=working is None)
-        edited = working != baseline
-        regenerated = latest != baseline
-        if not edited and not regenerated:
-            return EditOutcome(EditStatus.SYNCED, working_path, latest)
-        if edited and not regenerated:
-            return EditOutcome(EditStatus.PATCHED, working_path, working)
-        if not edited:
-            _write(baseline_path, latest)
-            _write(working_path, latest)
-            return EditOutcome(EditStatus.REGENERATED, working_path, latest)
-        if working == latest:  # the edit is exactly what codegen now produces
-            _write(baseline_path, latest)
-            return EditOutcome(EditStatus.SYNCED, working_path, latest)
-        backup, base = self._set_aside(name, working, baseline)
-        _write(baseline_path, latest)
-        _write(working_path, latest)
-        return EditOutcome(EditStatus.CONFLICT, working_path, latest, backup, base)
+        compiled = working if decision.compiles_edit and working is not None else latest
+        return EditOutcome(decision.status, working_path, compiled, backup, base, created=decision.created)
 
     def compiled(self, path: str, failed: bool, text: str | None = None) -> None:
         """A compile that used the edit in `path` (PATCHED) ended: remember a failure in the index,
@@ -470,24 +443,24 @@ class EditStore:
             if text is None:
                 text = _read(path)
             digest = text_digest(text) if text is not None else ""
-            mark = digest if failed else ("" if entry["failed"] == digest else entry["failed"])
-            if mark != entry["failed"]:
-                self._apply(name, {**entry, "failed": mark})
+            mark = digest if failed else ("" if entry.failed == digest else entry.failed)
+            if mark != entry.failed:
+                self._apply(name, dataclasses.replace(entry, failed=mark))
                 self._save(name)
 
     def _edited_siblings(self, kernel: str, name: str) -> tuple[str, ...]:
         """The kernel's other edited copies; read once per run, then kept up to date here."""
         if kernel not in self._edited:
-            mine = [f for f, e in self._copies.items() if e["kernel"] == kernel]
-            self._edited[kernel] = {f for f in mine if self._state(f, _read(os.path.join(self.root, f))) == "edited"}
-        found = sorted(self._edited[kernel] - {name}, key=lambda f: self._copies[f]["order"] if f in self._copies else 0)
+            mine = [f for f, e in self._copies.items() if e.kernel == kernel]
+            self._edited[kernel] = {f for f in mine if self._state(f, _read(os.path.join(self.root, f))) is CopyState.EDITED}
+        found = sorted(self._edited[kernel] - {name}, key=lambda f: self._copies[f].order if f in self._copies else 0)
         return tuple(os.path.join(self.root, f) for f in found)
 
-    def _state(self, name: str, working: str | None) -> str:
-        """as generated, edited or missing: the working copy's text against its baseline."""
+    def _state(self, name: str, working: str | None) -> CopyState:
+        """The working copy's text against its baseline."""
         if working is None:
-            return "missing"
-        return "edited" if working != _read(os.path.join(self.root, BASELINE, name)) else "as generated"
+            return CopyState.MISSING
+        return CopyState.EDITED if working != _read(os.path.join(self.root, BASELINE, name)) else CopyState.AS_GENERATED
 
     def _set_aside(self, name: str, edit: str, base: str) -> tuple[str, str]:
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -503,14 +476,14 @@ class EditStore:
 
     # --- listing and reset ---------------------------------------------------------------
 
-    def entries(self) -> list[dict[str, Any]]:
-        """Every working copy: kernel, signature, role, language, file, path, state (as generated /
-        edited / missing), `variant`: what tells it apart from the kernel's other copies, and
-        `stale`: why its variant no longer compiles as it stands ("" when it does):
+    def entries(self) -> list[WorkingCopy]:
+        """Every working copy, by kernel and then creation: its state, what tells it apart from
+        the kernel's other copies (`variant`), and why its variant no longer compiles as it
+        stands (`stale`; None when it does):
 
         - FAILED: the last compile that used this edit, exactly as the file holds it now, failed;
         - CODE_CHANGED: the kernel's code changed and this variant has not been compiled since
-          (edit_entries.left_behind): the copy belongs to no code compiled any more.
+          (entries.left_behind): the copy belongs to no code compiled any more.
         """
         if not os.path.isdir(self.root):
             return []
@@ -518,23 +491,22 @@ class EditStore:
         out = []
         for group, names in self._groups.items():
             entries = [self._copies[name] for name in names]
-            told = tell_apart([(n, e["skeleton"], self._ref_text(e["reference"]), self._constants(e), e["config"]) for n, e in zip(names, entries)])
+            told = tell_apart([(n, e.skeleton, self._ref_text(e.reference), self._constants(e), e.config) for n, e in zip(names, entries)])
             behind = left_behind(dict(zip(names, entries)))
-            others = [g for g in self._groups if g[0] == group[0] and g[2] == group[2] and g != group]
+            others = [g for g in self._groups if g.kernel == group.kernel and g.role == group.role and g != group]
             for name, entry in zip(names, entries):
-                parts = [entry["signature"]] if others or len(names) == 1 else []
-                if any(g[1] == group[1] for g in others):  # the same buffers in another language
-                    parts.append(f"for {group[3]}")
-                parts.append(told.get(name, "") if entry["variant"] else "from an older lower-trace, not matched to a variant yet")
-                row = {key: entry[key] for key in ("kernel", "signature", "role", "language")}
+                parts = [entry.signature] if others or len(names) == 1 else []
+                if any(g.signature == group.signature for g in others):  # the same buffers in another language
+                    parts.append(f"for {group.language}")
+                parts.append(told.get(name, "") if entry.variant else "from an older lower-trace, not matched to a variant yet")
                 working = _read(os.path.join(self.root, name))
-                state = self._state(name, working)
-                stale = FAILED if entry["failed"] and working is not None and text_digest(working) == entry["failed"] else ""
-                row.update(file=name, path=os.path.join(self.root, name), state=state, variant="; ".join(p for p in parts if p))
-                row["stale"] = stale or (CODE_CHANGED if name in behind else "")
-                out.append(row)
-        _tell_rows_apart(out, self._copies)
-        return sorted(out, key=lambda row: (row["kernel"], self._copies[row["file"]]["order"]))
+                stale = StaleReason.FAILED if entry.failed and working is not None and text_digest(working) == entry.failed else None
+                out.append(WorkingCopy(
+                    *group, file=name, path=os.path.join(self.root, name), state=self._state(name, working),
+                    variant="; ".join(p for p in parts if p), stale=stale or (StaleReason.CODE_CHANGED if name in behind else None),
+                ))
+        out = _tell_rows_apart(out, self._copies)
+        return sorted(out, key=lambda row: (row.kernel, self._copies[row.file].order))
 
     def reset(self, kernel: str) -> list[tuple[str, str]]:
         """Return a kernel's working copies to the generated source; edits are saved aside.
@@ -544,35 +516,41 @@ class EditStore:
         """
         done = []
         with self._locked():
-            for entry in self.entries():
-                if kernel not in (entry["kernel"], entry["file"], os.path.splitext(entry["file"])[0]):
+            for copy in self.entries():
+                if kernel not in (copy.kernel, copy.file, os.path.splitext(copy.file)[0]):
                     continue
-                baseline = _read(os.path.join(self.root, BASELINE, entry["file"]))
+                baseline = _read(os.path.join(self.root, BASELINE, copy.file))
                 if baseline is None:
                     continue
-                working = _read(entry["path"])
+                working = _read(copy.path)
                 backup = ""
                 if working is not None and working != baseline:
-                    backup, _ = self._set_aside(entry["file"], working, baseline)
-                _write(entry["path"], baseline)
-                done.append((entry["path"], backup))
+                    backup, _ = self._set_aside(copy.file, working, baseline)
+                _write(copy.path, baseline)
+                done.append((copy.path, backup))
         return done
 
 
-def _tell_rows_apart(rows: list[dict[str, Any]], copies: dict[str, dict[str, Any]]) -> None:
-    """Copies of one kernel and role whose descriptions are still alike (their stored TIR is
-    gone, or what tells them apart was cut short) add their variant's key."""
-    seen: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+def _tell_rows_apart(rows: list[WorkingCopy], copies: dict[str, IndexEntry]) -> list[WorkingCopy]:
+    """The rows, where copies of one kernel and role whose descriptions are still alike (their
+    stored TIR is gone, or what tells them apart was cut short) add their variant's key."""
+    seen: dict[tuple[str, str, str], int] = {}
     for row in rows:
-        seen.setdefault((row["kernel"], row["role"], row["variant"]), []).append(row)
-    for alike in seen.values():
-        if len(alike) > 1:
-            for row in alike:
-                key = copies[row["file"]]["variant"]
-                row["variant"] = "; ".join(p for p in (row["variant"], f"variant {key[:10]}" if key else "") if p)
+        key = (row.kernel, row.role, row.variant)
+        seen[key] = seen.get(key, 0) + 1
+    out = []
+    for row in rows:
+        if seen[(row.kernel, row.role, row.variant)] > 1:
+            key = copies[row.file].variant
+            row = dataclasses.replace(row, variant="; ".join(p for p in (row.variant, f"variant {key[:10]}" if key else "") if p))
+        out.append(row)
+    return out
 
 
-def _stat(path: str) -> tuple[int, int, int] | None:
+_Stat = tuple[int, int, int]  # inode, size, mtime: what tells a changed index file
+
+
+def _stat(path: str) -> _Stat | None:
     try:
         st = os.stat(path)
     except OSError:

@@ -8,13 +8,28 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from types import ModuleType
+from typing import Protocol
 
 from lower_trace.capture.sink import GetRun, TraceSink
 from lower_trace.config import hide_mode_variable
 from lower_trace.integrations import post_import
 
-_installed: list[Any] = []
+
+class Integration(Protocol):
+    """An adapter to one compiler (tilelang.TileLangIntegration, tilelang_legacy.LegacyTileLangIntegration,
+    tvm.TVMIntegration), made with the run's getter once that compiler is imported."""
+
+    def install(self) -> None:
+        """Attach: from now on the compiler's compiles are traced (while a run is on)."""
+        ...
+
+    def uninstall(self) -> None:
+        """Detach: everything install changed in the compiler is as it was."""
+        ...
+
+
+_installed: list[Integration] = []
 
 
 def attach(get_run: GetRun) -> None:
@@ -24,7 +39,7 @@ def attach(get_run: GetRun) -> None:
     post_import.when_imported("tvm", lambda module: _attach_tvm(get_run, module))
 
 
-def _attach_tvm(get_run: GetRun, module: Any) -> None:
+def _attach_tvm(get_run: GetRun, module: ModuleType) -> None:
     """Plain Apache TVM only: TileLang's bundled TVM is traced through TileLang."""
     run = get_run()
     if run is None or "tilelang" in sys.modules or "tilelang" in str(getattr(module, "__file__", "")):
@@ -36,7 +51,7 @@ def _attach_tvm(get_run: GetRun, module: Any) -> None:
     try:
         from lower_trace.integrations.tvm import TVMIntegration
 
-        integration = TVMIntegration(get_run)
+        integration: Integration = TVMIntegration(get_run)
         integration.install()
         _probe_json_if_replaying(run)
         _apply_bisect_configs(run)
@@ -91,7 +106,7 @@ def _attach_tilelang(get_run: GetRun) -> None:
     _installed.append(integration)
 
 
-def _tilelang_integration(get_run: GetRun, run: TraceSink) -> Any:
+def _tilelang_integration(get_run: GetRun, run: TraceSink) -> Integration | None:
     """The adapter for the installed TileLang, or None (after saying why) when there is none."""
     import tilelang
 

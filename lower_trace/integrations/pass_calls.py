@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import json
 import sys
+from types import FrameType
 from typing import Any
 
 import tvm
 
-from lower_trace.capture.naming import CallShape
+from lower_trace.capture.naming import CallShape, FactoryRef
 from lower_trace.integrations.pass_factories import FACTORY_MODULES
 from lower_trace.model import PassCall
 
 
-def recorded_call(shape: CallShape, frame: Any, library: bool) -> PassCall | None:
+def recorded_call(shape: CallShape, frame: FrameType, library: bool) -> PassCall | None:
     """The PassCall of the factory call `shape` in `frame`; None when the factory cannot be found."""
     try:
         factory = eval(shape.factory_code, frame.f_globals, frame.f_locals)  # names and attributes only
@@ -32,35 +33,36 @@ def recorded_call(shape: CallShape, frame: Any, library: bool) -> PassCall | Non
     where = _importable(factory)
     if where is None:
         return None
-    module, name = where
-    imports = {module}
-    factory_path = _path(module, name)
+    name = where.name
+    imports = {where.module}
+    factory_path = _path(where)
     args: list[str] = []
     kwargs: list[tuple[str, str]] = []
     problem = ""
-    for position, (keyword, source, code) in enumerate(shape.args):
-        label = keyword or f"{position + 1}"
+    for position, arg in enumerate(shape.args):
+        label = arg.keyword or f"{position + 1}"
         if not (library or shape.simple):
-            text, why = "", f"argument {label} of {name} ({source}) calls a function on your line, which lower-trace does not run again"
+            text, why = "", f"argument {label} of {name} ({arg.source}) calls a function on your line, which lower-trace does not run again"
         else:
             try:
-                value = eval(code, frame.f_globals, frame.f_locals)
+                value = eval(arg.code, frame.f_globals, frame.f_locals)
             except Exception as exc:
-                text, why = "", f"argument {label} of {name} ({source}) could not be evaluated again ({type(exc).__name__})"
+                text, why = "", f"argument {label} of {name} ({arg.source}) could not be evaluated again ({type(exc).__name__})"
             else:
                 text, why = describe(value, imports)
-                why = why and f"argument {label} of {name} ({source}) is {why}"
+                why = why and f"argument {label} of {name} ({arg.source}) is {why}"
         problem = problem or why
-        if keyword:
-            kwargs.append((keyword, text))
+        if arg.keyword:
+            kwargs.append((arg.keyword, text))
         else:
             args.append(text)
     return PassCall(factory_path, tuple(args), tuple(kwargs), tuple(sorted(imports)), problem)
 
 
-def _path(module_name: str, name: str) -> str:
-    """Python that names module_name.name: the dotted path, or importlib's where an attribute of the
+def _path(where: FactoryRef) -> str:
+    """Python that names module.name: the dotted path, or importlib's where an attribute of the
     package hides the module (tilelang.engine.lower is the function lower, not the module)."""
+    module_name, name = where
     found: Any = sys.modules.get(module_name.split(".", 1)[0])
     for part in module_name.split(".")[1:]:
         found = getattr(found, part, None)
@@ -69,16 +71,16 @@ def _path(module_name: str, name: str) -> str:
     return f"importlib.import_module({module_name!r}).{name}"
 
 
-def _importable(obj: Any) -> tuple[str, str] | None:
-    """(module, name) that gets obj back by import: a public factory module of TileLang or TVM
-    where one holds it, else obj's own module."""
+def _importable(obj: object) -> FactoryRef | None:
+    """Where an import gets obj back: a public factory module of TileLang or TVM where one holds
+    it, else obj's own module."""
     name = getattr(obj, "__qualname__", "") or getattr(obj, "__name__", "")
     if not name or "<" in name:
         return None
     for module_name in FACTORY_MODULES:  # only those imported already: nothing is imported here
         module = sys.modules.get(module_name)
         if module is not None and getattr(module, name, None) is obj:
-            return module_name, name
+            return FactoryRef(module_name, name)
     module_name = getattr(obj, "__module__", "")
     try:
         found: Any = sys.modules[module_name]
@@ -86,7 +88,7 @@ def _importable(obj: Any) -> tuple[str, str] | None:
             found = getattr(found, part)
     except Exception:
         return None
-    return (module_name, name) if found is obj else None
+    return FactoryRef(module_name, name) if found is obj else None
 
 
 _TARGETS: dict[str, str] = {}  # what a target prints as -> the Python that makes it again
@@ -129,8 +131,8 @@ def describe(value: Any, imports: set[str]) -> tuple[str, str]:
         return repr(config_value(value)), ""  # T.bool(True) -> True, as configs are read
     where = _importable(value) if callable(value) else None
     if where is not None:
-        imports.add(where[0])
-        return _path(*where), ""
+        imports.add(where.module)
+        return _path(where), ""
     if callable(value) and "<" in getattr(value, "__qualname__", ""):
         made = f"{value.__qualname__} in {getattr(value, '__module__', '?')}"
         return "", f"a function made while the compile ran ({made}), which cannot be written down"

@@ -24,6 +24,7 @@ except ImportError:
     pass
 import tvm
 
+from lower_trace.capture.naming import FactoryRef
 from lower_trace.integrations.pass_factories import ANONYMOUS, FACTORY_MODULES
 from lower_trace.model import PassBuild, PassCall
 
@@ -111,9 +112,9 @@ def print_module(mod: Any) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def find_factory(name: str) -> tuple[str, str] | None:
-    """(module, function) that builds the pass TVM calls `name`, with no arguments; None when
-    no factory of that name builds it so (it needs arguments, or lives only in C++)."""
+def find_factory(name: str) -> FactoryRef | None:
+    """The factory that builds the pass TVM calls `name`, with no arguments; None when no
+    factory of that name builds it so (it needs arguments, or lives only in C++)."""
     short = name.rsplit(".", 1)[-1]
     for module_name in FACTORY_MODULES:
         try:
@@ -130,7 +131,7 @@ def find_factory(name: str) -> tuple[str, str] | None:
             continue
         # A pass made from a plain function is called pass_fn; the trace named it after its factory.
         if made == name or (made in ANONYMOUS and short == name):
-            return module_name, short
+            return FactoryRef(module_name, short)
     return None
 
 
@@ -143,7 +144,7 @@ def pass_build(name: str, call: PassCall | None, nested_in: str = "") -> PassBui
         return PassBuild(name, call.expression, call.imports)
     factory = find_factory(name)
     if factory is not None:
-        return PassBuild(name, f"{factory[0]}.{factory[1]}()", (factory[0],))
+        return PassBuild(name, f"{factory.module}.{factory.name}()", (factory.module,))
     if nested_in:
         return f"{name} cannot be built from Python: {nested_in}'s C++ code built it, and no Python line says with what"
     return f"{name} cannot be built from Python: no factory of that name builds it without arguments, and no call with arguments was recorded"

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import os
 import sys
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
 import tvm
 import tvm_ffi
 
+from lower_trace.capture.naming import CallSite
 from lower_trace.capture.session import CompileSession
 from lower_trace.capture.sink import GetRun
 from lower_trace.capture.tracker import PassTracker
@@ -40,7 +41,7 @@ _DEVICE_KINDS = ("cuda", "rocm", "metal", "opencl", "vulkan", "webgpu", "nvptx",
 _ENTRY_POINTS = (("tvm", "compile"), ("tvm.tirx", "build"), ("tvm.relax", "build"))
 
 
-def _phase_of(sites: list[Any]) -> str:
+def _phase_of(sites: list[CallSite]) -> str:
     for site in sites:
         for ending, function, phase in _PHASES:
             if site.filename.endswith(ending) and site.function.rsplit(".", 1)[-1] == function:
@@ -102,46 +103,48 @@ def _traced_codegen(name: str, original: Any) -> Any:
     return build
 
 
-class _SessionTracker(PassTracker):
-    """One traced compile per PassContext that carries this instrument."""
+class _SessionTracker:
+    """One traced compile per PassContext that carries this instrument: a PassTracker of its own
+    session while the context is open, nothing while tracing is off."""
 
     def __init__(self, get_run: GetRun) -> None:
-        super().__init__(None)
         self._get_run = get_run
-        self._token: Any = None
+        self._tracker: PassTracker | None = None
+        self._session: CompileSession | None = None
+        self._token: Token[CompileSession | None] | None = None
 
     def enter_pass_ctx(self) -> None:
-        self._stack = []
+        self._tracker = self._session = None
         run = self._get_run()
         if run is None or _session.get() is not None:
-            self.session = None  # tracing is off, or a traced tvm.compile owns this compile
-            return
+            return  # tracing is off, or a traced tvm.compile owns this compile
         try:
-            self.session = CompileSession(run, _ir(), entry="PassContext", edits=False)
-            self._token = _session.set(self.session)
+            self._session = session = CompileSession(run, _ir(), entry="PassContext", edits=False)
+            self._tracker = PassTracker(session)
+            self._token = _session.set(session)
         except Exception as exc:
             run.tracer_fault(exc)
-            self.session = None
+            self._tracker = self._session = None
 
     def exit_pass_ctx(self) -> None:
-        session = self.session
-        if session is None:
+        tracker, session = self._tracker, self._session
+        if tracker is None or session is None:
             return
-        super().exit_pass_ctx()
+        tracker.exit_pass_ctx()
         if self._token is not None:
             _session.reset(self._token)
             self._token = None
-        self.session = None
+        self._tracker = self._session = None
         # Leaving the PassContext because of an exception: that is the compile's error.
         _finish(session, sys.exc_info()[1])
 
     def run_before_pass(self, mod: Any, info: Any) -> None:
-        if self.session is not None:
-            super().run_before_pass(mod, info)
+        if self._tracker is not None:
+            self._tracker.run_before_pass(mod, info)
 
     def run_after_pass(self, mod: Any, info: Any) -> None:
-        if self.session is not None:
-            super().run_after_pass(mod, info)
+        if self._tracker is not None:
+            self._tracker.run_after_pass(mod, info)
 
 
 def _finish(session: CompileSession, error: BaseException | None) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import tvm
 import tvm_ffi
 
-from lower_trace.capture.naming import call_shape, call_sites, factory_name
+from lower_trace.capture.naming import CallSite, call_shape, call_sites, factory_name
 from lower_trace.capture.session import CompileSession, current_codegen
 from lower_trace.capture.sink import TraceSink
 from lower_trace.capture.tracker import GatedTracker, PassTracker
@@ -134,7 +134,7 @@ class TVMIR:
         phase_provider: Callable[[], str | None] = lambda: None,
         phase_rules: PhaseRules = (),
         skip_dirs: Sequence[str] = SKIP_DIRS,
-        phase_of_sites: Callable[[list[Any]], str] | None = None,
+        phase_of_sites: Callable[[list[CallSite]], str] | None = None,
         layouts: bool = False,
         library_dirs: Sequence[str] = (),
     ) -> None:
@@ -233,11 +233,11 @@ class TVMIR:
             better = factory_name(sites[0]) or ""
         return phase, caller, better, self._call(sites, name, depth)
 
-    def _call(self, sites: list[Any], name: str, depth: int) -> PassCall | None:
+    def _call(self, sites: list[CallSite], name: str, depth: int) -> PassCall | None:
         """A top-level pass built on the caller's line with arguments: those arguments, written down."""
-        if depth or not sites or sites[0].frame is None:
+        site = sites[0] if sites else None
+        if depth or site is None or site.frame is None:
             return None
-        site = sites[0]
         shape = call_shape(site, name.rsplit(".", 1)[-1])
         if shape is None:
             return None
@@ -324,7 +324,7 @@ def _same_object(a: Any, b: Any) -> bool:
     return a is b or a.same_as(b)
 
 
-def _infer_phase(sites: list[Any], rules: PhaseRules) -> str:
+def _infer_phase(sites: list[CallSite], rules: PhaseRules) -> str:
     for site in sites:
         short = site.function.rsplit(".", 1)[-1]
         for function, phase in rules:

@@ -12,7 +12,7 @@ from typing import TextIO
 
 from lower_trace.analysis import text_diff
 from lower_trace.config import color_wanted
-from lower_trace.model import CodegenRecord, ErrorInfo, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus
+from lower_trace.model import CodegenRecord, EditStatus, ErrorInfo, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus
 from lower_trace.text_safety import UNSAFE_RANGES, plural, printable, printable_line, printable_lines  # noqa: F401  (re-exported)
 
 Snapshots = Callable[[str], "str | None"]
@@ -209,8 +209,9 @@ class TerminalRenderer:
             f"{record.seq:>4} {c('cyan', f'{printable(where):<20}')} {c('bold', printable(record.function))}  {status}"
             f"  {c('dim', printable(f'{record.language} [{record.target}] {len(lines)} lines  {record.ms:.2f} ms'))}"
         )
-        if record.edit_status:
-            self._line(c("yellow" if record.edit_status != "SYNCED" else "dim", f"       edit: {printable(record.edit_status)} {printable(record.edit_path)}"))
+        edit = record.edit_status
+        if edit is not None:
+            self._line(c("yellow" if edit is not EditStatus.SYNCED else "dim", f"       edit: {edit.value} {printable(record.edit_path)}"))
         if record.error is not None:
             self._error(record.error, "       ")
         if show_source:

@@ -191,7 +191,7 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     **dict.fromkeys(("seq", "depth"), int),
     "ms": (int, float),
     **dict.fromkeys(("kernel", "name", "phase", "caller", "before", "after", "role", "function", "target", "language", "tir", "source"), str),
-    **dict.fromkeys(("edit_status", "edit_path", "edit_backup", "generated", "input", "repro"), str),
+    **dict.fromkeys(("edit_path", "edit_backup", "generated", "input", "repro"), str),  # edit_status: codegen_from_json
 }
 
 

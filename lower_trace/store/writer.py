@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any
+from typing import TextIO
 
 from lower_trace.model import RunInfo, to_json
 from lower_trace.store.layout import FORMAT_VERSION, IR, MANIFEST, SNAPSHOTS, pack_ir
@@ -25,27 +25,30 @@ class TraceWriter:
         self.run_dir = run_dir
         self.run = run
         self._lock = threading.Lock()
-        self._manifest: Any = None
-        self._snapshots: Any = None
+        self._manifest: TextIO | None = None
+        self._snapshots: TextIO | None = None
         self._stored: set[str] = set()
-        self._ir: Any = None
+        self._ir: TextIO | None = None
         self._ir_stored: set[str] = set()
 
-    def _open(self) -> None:
-        if self._manifest is None:
+    def _open(self) -> tuple[TextIO, TextIO]:
+        """The manifest and the snapshot pack, opened (the run's header written) on the first write."""
+        manifest, snapshots = self._manifest, self._snapshots
+        if manifest is None or snapshots is None:
             os.makedirs(self.run_dir, exist_ok=True)
-            self._snapshots = open(os.path.join(self.run_dir, SNAPSHOTS), "a", encoding="ascii")
+            snapshots = self._snapshots = open(os.path.join(self.run_dir, SNAPSHOTS), "a", encoding="ascii")
             manifest = open(os.path.join(self.run_dir, MANIFEST), "a", encoding="ascii")
             header = {"type": "run", "format": FORMAT_VERSION, **to_json(self.run)}
             manifest.write(json.dumps(header) + "\n")
             manifest.flush()
             self._manifest = manifest
+        return manifest, snapshots
 
-    def append(self, record_type: str, data: dict[str, Any]) -> None:
+    def append(self, record_type: str, data: dict[str, object]) -> None:
+        """One record (a model record as to_json makes it) at the end of the manifest."""
         line = json.dumps({"type": record_type, **data}) + "\n"
         with self._lock:
-            self._open()
-            self._manifest.write(line)
+            self._open()[0].write(line)
 
     def add_snapshot(self, digest: str, text: str) -> None:
         """Store text under its digest once; later calls with the same digest cost nothing."""
@@ -55,9 +58,8 @@ class TraceWriter:
         with self._lock:
             if digest in self._stored:
                 return
-            self._open()
             # Snapshots go out before any record that names them (records are written after).
-            self._snapshots.write(line)
+            self._open()[1].write(line)
             self._stored.add(digest)
 
     def add_ir(self, digest: str, text: str, now: bool = False) -> None:
@@ -66,20 +68,21 @@ class TraceWriter:
         with self._lock:
             if digest not in self._ir_stored:
                 self._open()
-                if self._ir is None:
-                    self._ir = open(os.path.join(self.run_dir, IR), "a", encoding="ascii")
-                self._ir.write(json.dumps({"digest": digest, "zjson": pack_ir(text)}) + "\n")
+                ir = self._ir
+                if ir is None:
+                    ir = self._ir = open(os.path.join(self.run_dir, IR), "a", encoding="ascii")
+                ir.write(json.dumps({"digest": digest, "zjson": pack_ir(text)}) + "\n")
                 self._ir_stored.add(digest)
             if now and self._ir is not None:
                 self._ir.flush()
 
-    def append_now(self, record_type: str, data: dict[str, Any]) -> None:
+    def append_now(self, record_type: str, data: dict[str, object]) -> None:
         """Append a record and hand the manifest to the OS at once (before a pass that may crash)."""
         line = json.dumps({"type": record_type, **data}) + "\n"
         with self._lock:
-            self._open()
-            self._manifest.write(line)
-            self._manifest.flush()
+            manifest, _ = self._open()
+            manifest.write(line)
+            manifest.flush()
 
     def flush(self) -> None:
         with self._lock:

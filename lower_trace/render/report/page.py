@@ -158,7 +158,7 @@ def kernel_summary(kernel: KernelTrace, block: int, refs: list[int], times: list
     error = None
     if kernel.error is not None:
         error = {"type": kernel.error.type, "message": kernel.error.message[:SUMMARY_MESSAGE]}
-    edits = sorted({c.edit_status for c in kernel.codegen if c.edit_status})
+    edits = sorted({c.edit_status.value for c in kernel.codegen if c.edit_status is not None})
     return {
         "variant": kernel.working_copy,
         "id": kernel.kernel_id,
