@@ -38,6 +38,27 @@ class EditStatus(str, enum.Enum):
     PATCHED = "PATCHED"
     REGENERATED = "REGENERATED"
     CONFLICT = "CONFLICT"
+class KernelState(str, enum.Enum):
+    """What became of a compile, in the words every view uses: the terminal, the JSON, and the
+    report's page, which receives these labels (render/report/page.py's page_rules)."""
+
+    OK = "ok"
+    FAILED = "failed"  # a pass raised
+    COMPILE_FAILED = "compile failed"  # it failed outside every pass: codegen, gcc, nvcc ...
+    DID_NOT_FINISH = "did not finish"  # no end record: the process was killed or crashed mid-compile
+
+    @classmethod
+    def of(cls, kernel: KernelTrace) -> KernelState:
+        if kernel.status is KernelStatus.RUNNING:
+            return cls.DID_NOT_FINISH
+        if kernel.status is KernelStatus.FAILED:
+            return cls.FAILED if kernel.failed_count else cls.COMPILE_FAILED
+        return cls.OK
+
+    @property
+    def failed(self) -> bool:
+        """A compile that failed, in a pass or outside them (what `list` counts as failed)."""
+        return self in (KernelState.FAILED, KernelState.COMPILE_FAILED)
 
 
 @dataclass(frozen=True)

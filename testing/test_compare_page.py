@@ -156,6 +156,15 @@ def test_diff_html_page_opens_on_the_first_divergence(opened, sweep_trace, tmp_p
     # The deep link survives a reload.
     view.goto("#source")
     assert page.locator(".cmp-row.active").get_attribute("data-row") == "source"
+    # And so does "hide same" (the page's saved state), at once, before another row is picked.
+    page.reload()
+    page.wait_for_selector("body[data-ready='1']")
+    assert page.locator(".cmp-row.active").get_attribute("data-row") == "source"
+    assert page.locator(".cmp-hide-same").is_checked() and page.locator(".cmp-rows .cmp-row").count() == shown
+    page.locator(".cmp-hide-same").uncheck()
+    page.reload()
+    page.wait_for_selector("body[data-ready='1']")
+    assert not page.locator(".cmp-hide-same").is_checked() and page.locator(".cmp-rows .cmp-row").count() == len(result.rows) + 1
 
 
 def test_identical_compiles_and_the_terminal_summary(opened, sweep_trace, tmp_path):

@@ -175,6 +175,33 @@ def test_deep_links_survive_a_reload(report, real_trace):
     assert view.active() == moved
 
 
+def test_the_settings_a_user_picks_are_remembered_and_the_state_has_one_shape(report, real_trace):
+    """hide unchanged and the diff mode are kept across visits (each under its key in state.js),
+    and nothing else is written; the page's state takes no field it does not declare."""
+    view = report("#k1")
+    page = view.page
+    shown = view.visible_seqs()
+    page.locator("#hide-unchanged").check()
+    page.click("#mode")
+    fewer = view.visible_seqs()
+    unchanged = {p.seq for p in real_trace.kernels[0].passes if p.status is PassStatus.UNCHANGED}
+    assert fewer == [seq for seq in shown if seq not in unchanged] and len(fewer) < len(shown)
+    assert page.locator("#mode").inner_text() == "diff: unified"
+    page.reload()
+    page.wait_for_selector("body[data-ready='1']")
+    assert page.locator("#hide-unchanged").is_checked() and page.locator("#mode").inner_text() == "diff: unified"
+    assert view.visible_seqs() == fewer and page.locator("#detail table.diff.unified").count() >= 1
+    assert page.evaluate("() => ({...localStorage})") == {"lt-hide-unchanged": "1", "lt-mode": "unified"}
+    thrown = page.evaluate(
+        """() => {
+          "use strict";
+          const { state } = LTState.create([]);
+          try { state.onSelect = () => {}; return null; } catch (err) { return [err.name, "onSelect" in state]; }
+        }"""
+    )
+    assert thrown == ["TypeError", False]
+
+
 def test_codegen_shows_final_tir_next_to_the_source(report, real_trace):
     kernel = real_trace.kernels[2]  # the C kernel
     codegen = kernel.codegen[0]
@@ -608,6 +635,7 @@ def test_a_killed_run_shows_every_finished_kernel(browser, tmp_path, real_trace)
         assert "gemm_cut" in row.inner_text() and "did not finish" in row.inner_text()
         assert page.locator("#passes .step").count() == 20
         page.select_option("#kernel-status", "running")
+        assert page.locator('#kernel-status option[value="running"]').text_content() == "did not finish"  # model.KernelState's words
         assert page.locator("#kernel-count").inner_text() == "1 of 7 kernels"
         assert not view.errors()
     finally:

@@ -9,11 +9,12 @@ import os
 import re
 import shutil
 import tracemalloc
+from importlib import resources
 
 import pytest
 
 from lower_trace import load_trace
-from lower_trace.model import KernelStatus
+from lower_trace.model import KernelState, KernelStatus, PassStatus
 from lower_trace.render.report import writer as report_writer
 from lower_trace.render.report.from_trace import write_report
 from lower_trace.render.report.page import json_for_script, page_rules, snapshot_digests
@@ -40,6 +41,27 @@ def copies(trace, count):
     """count copies of the trace's kernels, ids k1.. (the same snapshots, so later ones refer back)."""
     bases = trace.kernels
     return [dataclasses.replace(bases[i % len(bases)], kernel_id=f"k{i + 1}") for i in range(count)]
+
+
+def test_the_page_gets_what_became_of_a_compile_in_pythons_words():
+    """model.KernelState's labels reach the page through page_rules; no asset writes them again."""
+    assert page_rules()["state"] == {"OK": "ok", "FAILED": "failed", "COMPILE_FAILED": "compile failed", "DID_NOT_FINISH": "did not finish"}
+    kernel = load_trace(FIXTURE).kernels[0]
+    failed = dataclasses.replace(kernel.passes[3], status=PassStatus.FAILED)
+    states = [
+        KernelState.of(kernel),
+        KernelState.of(dataclasses.replace(kernel, status=KernelStatus.RUNNING)),
+        KernelState.of(dataclasses.replace(kernel, status=KernelStatus.FAILED)),
+        KernelState.of(dataclasses.replace(kernel, status=KernelStatus.FAILED, passes=(*kernel.passes[:3], failed))),
+    ]
+    assert states == [KernelState.OK, KernelState.DID_NOT_FINISH, KernelState.COMPILE_FAILED, KernelState.FAILED]
+    assert [state.failed for state in states] == [False, False, True, True]
+    assets = resources.files("lower_trace.render.report").joinpath("assets")
+    for item in assets.iterdir():
+        if item.name.endswith((".js", ".html")):
+            text = item.read_text(encoding="utf-8")
+            for state in (KernelState.COMPILE_FAILED, KernelState.DID_NOT_FINISH):
+                assert f'"{state.value}"' not in text and f">{state.value}<" not in text, (item.name, state.value)
 
 
 def test_a_report_is_a_head_a_block_per_kernel_and_an_end_marker(tmp_path):

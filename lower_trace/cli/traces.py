@@ -10,7 +10,7 @@ from typing import Any
 
 from lower_trace.cli.options import add_color, add_trace, color_wanted_by, print_json
 from lower_trace.cli.selection import UsageError, kernels_of, no_pass, select_steps, step_name
-from lower_trace.model import CodegenRecord, EditStatus, KernelTrace, Trace, kernel_list
+from lower_trace.model import CodegenRecord, EditStatus, KernelState, KernelTrace, Trace, kernel_list
 from lower_trace.store.layout import TraceNotFound, list_runs
 from lower_trace.store.reader import load_trace
 
@@ -99,8 +99,8 @@ def cmd_list(args: argparse.Namespace) -> int:
                 continue
             started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(trace.run.started))
             states = [kernel_state(k) for k in trace.kernels]
-            failed = sum(1 for state in states if state in ("failed", "compile failed"))
-            unfinished = states.count("did not finish")
+            failed = sum(1 for state in states if state.failed)
+            unfinished = states.count(KernelState.DID_NOT_FINISH)
             count = len(states)
             title = f"{titles.get(run_dir, ''):<{width}}  " if width else ""
             line = f"{started}  {count:>3} {'kernel ' if count == 1 else 'kernels'} {failed:>2} failed  {title}{printable(run_dir)}"
@@ -118,13 +118,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     for kernel in trace.kernels:
         state = kernel_state(kernel)
         count = len(kernel.passes)
-        failed = f" {kernel.failed_count:>2} failed" if kernel.failed_count or state == "ok" else " " * 10
-        took = "" if state == "did not finish" else f" {kernel.ms:>8.1f} ms"
+        failed = f" {kernel.failed_count:>2} failed" if kernel.failed_count or state is KernelState.OK else " " * 10
+        took = "" if state is KernelState.DID_NOT_FINISH else f" {kernel.ms:>8.1f} ms"
         # Which variant: its working copy, as `lower-trace edits` names it, and what became of it.
         edited = sorted({c.edit_status.value for c in kernel.codegen if c.edit_status not in (None, EditStatus.SYNCED)})
         variant = "  " + " ".join([kernel.working_copy, *edited]) if kernel.working_copy else ""
         print(
-            f"  {kernel.kernel_id:<4} {printable(kernel.name):<24} {printable(kernel.target):<20} {state:<14}"
+            f"  {kernel.kernel_id:<4} {printable(kernel.name):<24} {printable(kernel.target):<20} {state.value:<14}"
             f" {count:>3} {'pass  ' if count == 1 else 'passes'} {kernel.changed_count:>3} changed{failed}{took}{printable(variant)}".rstrip()
         )
         if args.passes:
@@ -147,7 +147,7 @@ def _run_entry(run_dir: str) -> dict[str, object]:
     states = [kernel_state(k) for k in trace.kernels]
     entry: dict[str, object] = {
         "path": run_dir, "run_id": trace.run.run_id, "started": trace.run.started, "kernels": len(states),
-        "failed": sum(1 for state in states if state in ("failed", "compile failed")), "unfinished": states.count("did not finish"),
+        "failed": sum(1 for state in states if state.failed), "unfinished": states.count(KernelState.DID_NOT_FINISH),
     }
     if trace.run.title:
         entry["title"] = trace.run.title

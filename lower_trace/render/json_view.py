@@ -24,7 +24,7 @@ def kernel_json(kernel: KernelTrace) -> dict[str, Any]:
         "name": kernel.name,
         "target": kernel.target,
         "status": kernel.status.value,
-        "state": kernel_state(kernel),  # ok, failed, compile failed, did not finish: as the terminal says
+        "state": kernel_state(kernel).value,  # ok, failed, compile failed, did not finish: as the terminal says
         "entry": kernel.entry,
         "ms": kernel.ms,
         "passes": len(kernel.passes),

@@ -12,7 +12,7 @@ from typing import TextIO
 
 from lower_trace.analysis import text_diff
 from lower_trace.config import color_wanted
-from lower_trace.model import CodegenRecord, EditStatus, ErrorInfo, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus
+from lower_trace.model import CodegenRecord, EditStatus, ErrorInfo, KernelState, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus
 from lower_trace.text_safety import UNSAFE_RANGES, plural, printable, printable_line, printable_lines  # noqa: F401  (re-exported)
 
 Snapshots = Callable[[str], "str | None"]
@@ -63,15 +63,9 @@ def call_arguments(call: PassCall, limit: int = 32) -> str:
     return f"({text})" if len(text) <= limit else "(…)"
 
 
-def kernel_state(kernel: KernelTrace) -> str:
-    """What became of a compile, in the words every view uses: ok, failed (a pass raised),
-    compile failed (it failed outside every pass: codegen, gcc, nvcc ...), did not finish
-    (no end record: the process was killed or crashed mid-compile)."""
-    if kernel.status is KernelStatus.RUNNING:
-        return "did not finish"
-    if kernel.status is KernelStatus.FAILED:
-        return "failed" if kernel.failed_count else "compile failed"
-    return kernel.status.value
+def kernel_state(kernel: KernelTrace) -> KernelState:
+    """What became of a compile (model.KernelState): ok, failed, compile failed, did not finish."""
+    return KernelState.of(kernel)
 
 
 def _ms(record: PassRecord) -> str:
@@ -87,10 +81,10 @@ def _summary(kernel: KernelTrace) -> str:
     count = len(kernel.passes)
     parts = [f"{count} {'pass' if count == 1 else 'passes'}", f"{kernel.changed_count} changed"]
     state = kernel_state(kernel)
-    if kernel.failed_count or state == "ok":
+    if kernel.failed_count or state is KernelState.OK:
         parts.append(f"{kernel.failed_count} failed")
-    if state in ("compile failed", "did not finish"):
-        parts.append(state)
+    if state in (KernelState.COMPILE_FAILED, KernelState.DID_NOT_FINISH):
+        parts.append(state.value)
     if kernel.status is not KernelStatus.RUNNING:
         parts.append(f"{kernel.ms:.0f} ms")
     return ", ".join(parts)

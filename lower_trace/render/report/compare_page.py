@@ -19,7 +19,7 @@ from lower_trace.render.report.writer import pack
 from lower_trace.store.files import write_atomically
 
 # The page's JS, in the order it runs: the report's text, diff and view code, then the comparison's.
-SCRIPTS = ("diff.js", "text.js", "blame.js", "blocks.js", "view.js", "compare.js", "compare_view.js", "compare_page.js")
+SCRIPTS = ("state.js", "diff.js", "text.js", "blame.js", "blocks.js", "view.js", "compare.js", "compare_view.js", "compare_page.js")
 
 
 def side_label(trace: Trace, kernel: KernelTrace) -> str:

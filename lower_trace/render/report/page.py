@@ -21,12 +21,12 @@ from typing import Any
 
 from lower_trace.analysis.configs import typed_configs
 from lower_trace.analysis.timing import BETWEEN, StepTime, kernel_totals
-from lower_trace.model import CodegenRecord, EditStatus, KernelTrace, RunInfo, to_json
+from lower_trace.model import CodegenRecord, EditStatus, KernelState, KernelTrace, RunInfo, to_json
 from lower_trace.render import terminal
 
 # What the page's JS is made of, in the order it runs (each its own script element).
 SCRIPTS = (
-    "diff.js", "text.js", "blame.js", "blocks.js", "search.js", "kernels.js", "view.js",
+    "state.js", "diff.js", "text.js", "blame.js", "blocks.js", "search.js", "kernels.js", "view.js",
     "compare.js", "compare_view.js", "timing.js", "layout.js", "report.js",
 )  # fmt: skip
 PAGE_FORMAT = 2  # 1: one data block + one snapshot pack; 2: append-only kernel blocks
@@ -96,6 +96,7 @@ def page_rules() -> dict[str, Any]:
         "unsafe": unsafe_class(),
         "between": BETWEEN,  # what the compile time outside the steps is (the timing views)
         "edit": {status.value: {"text": EDIT_TEXT[status], "badge": status in EDIT_BADGED} for status in EditStatus},
+        "state": {state.name: state.value for state in KernelState},  # what became of a compile, in the views' words
     }
 
 

@@ -1,4 +1,7 @@
+// @ts-check
 "use strict";
+/* global LTDiff */
+/* exported LTBlame */
 // Blame in the page: which pass last changed each line of an IR. The same reading of the
 // IR's history as lower_trace/analysis/blame.py (a test holds the two to the same answer):
 // passes nest, so the history is events in time order -- a pass starts with the IR it

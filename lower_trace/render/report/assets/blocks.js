@@ -1,21 +1,26 @@
+// @ts-check
 "use strict";
+/* exported LTBlocks */
 // The report's data: the run header, then the kernel blocks the writer appended as kernels
 // finished (a JSON summary each, read at load) and their payloads -- steps and the snapshot
 // texts no earlier block carried, base64 gzip JSON -- inflated only when a kernel is opened.
 const LTBlocks = (() => {
+  /** @type {LTReportHeader} (the comparison page's has its rules too, and never gathers) */
   const header = JSON.parse(document.getElementById("run-data").textContent);
 
   // Called once the whole file is parsed: the blocks follow the scripts.
+  /** @returns {{run: LTRun, rules: LTRules, kernels: LTKernelSummary[], notes: string[], finished: boolean}} */
   function gather() {
+    /** @type {LTKernelSummary[]} */
     const kernels = [];
     const notes = [...(header.run.notes || [])];
     for (const node of document.querySelectorAll("script.lt-kernel")) {
-      let kernel = null;
-      try { kernel = JSON.parse(node.textContent); } catch (_) { continue; } // torn by a killed writer
+      let kernel;
+      try { kernel = JSON.parse(node.textContent); } catch { continue; } // torn by a killed writer
       if (kernel && typeof kernel.id === "string" && Number.isInteger(kernel.block)) kernels.push(kernel);
     }
     for (const node of document.querySelectorAll("script.lt-note")) {
-      try { notes.push(String(JSON.parse(node.textContent))); } catch (_) { /* torn */ }
+      try { notes.push(String(JSON.parse(node.textContent))); } catch { /* torn */ }
     }
     return { run: header.run, rules: header.rules, kernels, notes, finished: document.getElementById("lt-end") !== null };
   }
@@ -28,6 +33,7 @@ const LTBlocks = (() => {
   }
 
   // A block's payload, inflated with the browser's own gzip.
+  /** @param {number} block @returns {Promise<LTPayload>} */
   async function inflate(block) {
     const node = document.getElementById(`lt-p${block}`);
     if (!node) throw new Error(`block ${block} is missing from the file`);
@@ -36,8 +42,10 @@ const LTBlocks = (() => {
   }
 
   // Recently inflated payloads (promises, so two callers share one inflate); bounded.
+  /** @type {Map<number, Promise<LTPayload>>} */
   const cache = new Map();
   const CACHE_BLOCKS = 24;
+  /** @param {number} block @param {boolean} [keep] @returns {Promise<LTPayload>} */
   function payload(block, keep = true) {
     let entry = cache.get(block);
     if (entry) {
@@ -55,8 +63,10 @@ const LTBlocks = (() => {
 
   // A kernel with its steps, full error and snapshot lookup (its own block, then the earlier
   // blocks it names). Kept for the last few kernels opened.
+  /** @type {Map<string, LTKernel>} */
   const opened = new Map();
   const OPENED = 12;
+  /** @param {LTKernelSummary} summary @returns {Promise<LTKernel>} */
   async function open(summary) {
     if (opened.has(summary.id)) {
       const kernel = opened.get(summary.id);
@@ -67,7 +77,7 @@ const LTBlocks = (() => {
     const parts = await Promise.all([payload(summary.block), ...(summary.refs || []).map((ref) => payload(ref))]);
     const sources = parts.map((part) => part.snapshots);
     const has = Object.prototype.hasOwnProperty;
-    const snap = (digest) => {
+    const snap = (/** @type {string} */ digest) => {
       if (!digest) return "";
       for (const source of sources) if (has.call(source, digest)) return source[digest];
       return "";
@@ -79,22 +89,25 @@ const LTBlocks = (() => {
   }
 
   // --- what a kernel's steps are -------------------------------------------------------
-  const isCodegen = (step) => step.kind === "codegen";
+  const isCodegen = (/** @type {LTRow} */ step) => step.kind === "codegen";
 
   // A compile that failed outside any pass (a compiler error, a backend error) gets a row of its own.
+  /** @typedef {Pick<LTKernel, "status" | "error" | "steps">} LTKernelSteps (an opened kernel, or a search's) */
+  /** @param {LTKernelSteps} kernel @returns {LTFailureRow|null} */
   function compileFailure(kernel) {
     if (kernel.status !== "failed" || !kernel.error || kernel.steps.some((s) => s.status === "failed")) return null;
-    return { kind: "error", seq: "error", status: "failed", name: "compile failed", error: kernel.error };
+    return { kind: "error", seq: "error", status: "failed", name: header.rules.state.COMPILE_FAILED, error: kernel.error };
   }
 
+  /** @param {LTKernelSteps} kernel @returns {LTRow[]} */
   function stepsOf(kernel) {
     const failure = compileFailure(kernel);
     return failure ? [failure, ...kernel.steps] : kernel.steps;
   }
 
   // The snapshot a step is searched in: what the pass produced (or received, if it failed); a codegen's source.
-  const searchDigest = (step) => (isCodegen(step) ? step.source : step.after || step.before) || "";
-  const errorText = (step) => (step.error ? `${step.error.type}: ${step.error.message}\n${step.error.traceback || ""}` : "");
+  const searchDigest = (/** @type {LTRow} */ step) => (step.kind === "error" ? "" : isCodegen(step) ? step.source : step.after || step.before) || "";
+  const errorText = (/** @type {LTRow} */ step) => (step.error ? `${step.error.type}: ${step.error.message}\n${step.error.traceback || ""}` : "");
 
   return { gather, payload, open, isCodegen, compileFailure, stepsOf, searchDigest, errorText };
 })();

@@ -1,4 +1,29 @@
+// @ts-check
 "use strict";
+/* global LTDiff */
+/* exported LTCompare */
+/**
+ * Two compiles compared, as the comparison view shows them (LTCompare.compare; fromData: Python's).
+ * @typedef {Object} LTComparison
+ * @property {string} configs  the pass configs the two differ in, as text ("" when none)
+ * @property {LTComparedKernel} a
+ * @property {LTComparedKernel} b
+ * @property {LTAlignedRow[]} rows
+ * @property {{kind: string, row: number, a: LTStep|null, b: LTStep|null}|null} divergence  the first
+ * @property {boolean} sameSource
+ * @property {boolean} identical
+ * @property {boolean} equivalent  the same once B's names are written as A's
+ * @property {string} renamed  which names were, as text
+ * @property {(side: number, digest: string) => string} text  a snapshot as compared
+ * @property {Array<[string, string|null, string|null]>} sources  role, A's source text, B's
+ */
+/**
+ * @typedef {Object} LTAlignedRow
+ * @property {LTStep|null} a
+ * @property {LTStep|null} b
+ * @property {boolean|null} sameInput
+ * @property {boolean|null} sameOutput
+ */
 // Two compiles compared pass by pass in the page: the same alignment and first divergence as
 // lower_trace/analysis/compare.py (a test holds the two to the same answer on real kernels).
 // A comparison is {a, b, rows, divergence, sameSource, sources, text}: rows pair a pass of A
@@ -77,7 +102,7 @@ const LTCompare = (() => {
     const at = text.indexOf(mark);
     if (at < 0) return text;
     const head = text.slice(0, at + mark.length), body = text.slice(at + mark.length);
-    const starts = [...body.matchAll(/^    (?=\S)/gm)].map((m) => m.index);
+    const starts = [...body.matchAll(/^ {4}(?=\S)/gm)].map((m) => m.index);
     if (!starts.length || body.slice(0, starts[0]).trim()) return text;
     const members = [];
     for (let i = 0; i < starts.length;) {
@@ -85,7 +110,7 @@ const LTCompare = (() => {
       while (j < starts.length && body.slice(starts[j], starts[j] + 5) === "    @") j++;
       const end = j + 1 < starts.length ? starts[j + 1] : body.length;
       const chunk = body.slice(starts[i], end);
-      const found = /^    def ([A-Za-z_][A-Za-z0-9_]*)/m.exec(chunk);
+      const found = /^ {4}def ([A-Za-z_][A-Za-z0-9_]*)/m.exec(chunk);
       members.push([found ? found[1] : "", chunk]);
       i = j + 1;
     }
@@ -112,9 +137,10 @@ const LTCompare = (() => {
 
   const passesOf = (kernel) => kernel.steps.filter((s) => s.kind === "pass");
   const sourcesOf = (kernel) => kernel.steps.filter((s) => s.kind === "codegen")
-    .sort((x, y) => (x.role !== "device") - (y.role !== "device") || x.seq - y.seq);
+    .sort((x, y) => Number(x.role !== "device") - Number(y.role !== "device") || x.seq - y.seq);
 
   // kernelA / kernelB: opened kernels of the report (steps, name, snap).
+  /** @param {LTKernel} kernelA @param {LTKernel} kernelB @returns {LTComparison} */
   function compare(kernelA, kernelB) {
     const renames = kernelA.name === kernelB.name ? new Map()
       : kernelRenames(kernelA.name, kernelB.name, vocabulary(digestsOf(kernelA).map(kernelA.snap)), vocabulary(digestsOf(kernelB).map(kernelB.snap)));
@@ -175,12 +201,13 @@ const LTCompare = (() => {
 
   // [[role, digestA, digestB]]: the generated sources of the two sides, paired by role, device first.
   function pairSources(a, b, digestOf) {
-    const roles = [...new Set([...a, ...b].map((s) => s.role))].sort((x, y) => (x !== "device") - (y !== "device"));
+    const roles = [...new Set([...a, ...b].map((s) => s.role))].sort((x, y) => Number(x !== "device") - Number(y !== "device"));
     const last = (list, role) => { const found = list.filter((s) => s.role === role); return found.length ? digestOf(found[found.length - 1]) : null; };
     return roles.map((role) => [role, last(a, role), last(b, role)]);
   }
 
   // A comparison Python wrote (lower-trace diff --html): the same shape, texts already normalised.
+  /** @param {LTComparisonData} data @returns {LTComparison} */
   function fromData(data) {
     const texts = data.texts;
     const has = Object.prototype.hasOwnProperty;

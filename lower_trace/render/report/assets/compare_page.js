@@ -1,32 +1,29 @@
+// @ts-check
 "use strict";
+/* global LTState, LTBlocks, LTView, LTCompare, LTCompareView */
 // The comparison page (lower-trace diff --html): the comparison Python wrote, shown with the
 // view the run report uses for "compare with…". #N opens aligned row N, #source the sources.
 async function ltComparePage() {
   const $ = (id) => document.getElementById(id);
+  /** @type {LTCompareHeader} */
   const header = JSON.parse($("run-data").textContent);
-  const state = {
-    regex: null, blame: false,
-    mode: localStorage.getItem("lt-mode") === "unified" ? "unified" : "split",
-    cmpHideSame: localStorage.getItem("lt-cmp-hide-same") === "1",
-  };
+  const { state, subscribe } = LTState.create(["mode", "cmpHideSame", "theme"]);
   const view = LTView.create(state, header.rules);
-  const cmp = LTCompare.fromData(await LTBlocks.payload(0));
+  const cmp = LTCompare.fromData(/** @type {LTComparisonData} */ (/** @type {unknown} */ (await LTBlocks.payload(0)))); // its one block
   const modeLabel = () => (state.mode === "split" ? "diff: side by side" : "diff: unified");
   $("runinfo").textContent = `A = ${cmp.a.name} (${cmp.a.passes} passes) · B = ${cmp.b.name} (${cmp.b.passes} passes)`;
   $("mode").textContent = modeLabel();
-  const savedTheme = localStorage.getItem("lt-theme");
-  if (savedTheme) document.documentElement.dataset.theme = savedTheme;
+  if (state.theme) document.documentElement.dataset.theme = state.theme;
 
   let shown = null;
   const open = (at) => {
     shown = LTCompareView.create($("compare"), cmp, view, header.labels, state);
     shown.start(at);
   };
-  state.onSelect = (at) => {
-    localStorage.setItem("lt-cmp-hide-same", state.cmpHideSame ? "1" : "0");
+  subscribe("cmpRow", (at) => {
     const hash = `#${at}`;
     if (location.hash !== hash) history.replaceState(null, "", hash);
-  };
+  });
   const fromHash = () => {
     const at = decodeURIComponent(location.hash.slice(1));
     return at === "source" ? "source" : /^\d+$/.test(at) ? Number(at) : undefined;
@@ -34,7 +31,6 @@ async function ltComparePage() {
 
   $("mode").addEventListener("click", () => {
     state.mode = state.mode === "split" ? "unified" : "split";
-    localStorage.setItem("lt-mode", state.mode);
     $("mode").textContent = modeLabel();
     open(shown.current());
   });
@@ -42,12 +38,12 @@ async function ltComparePage() {
     const dark = document.documentElement.dataset.theme
       ? document.documentElement.dataset.theme === "dark"
       : matchMedia("(prefers-color-scheme: dark)").matches;
-    document.documentElement.dataset.theme = dark ? "light" : "dark";
-    localStorage.setItem("lt-theme", document.documentElement.dataset.theme);
+    state.theme = dark ? "light" : "dark";
+    document.documentElement.dataset.theme = state.theme;
   });
   document.addEventListener("keydown", (event) => {
     const node = document.activeElement;
-    if ((node && (node.tagName === "INPUT" && node.type !== "checkbox")) || event.ctrlKey || event.metaKey || event.altKey) return;
+    if ((node instanceof HTMLInputElement && node.type !== "checkbox") || event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.key === "j") shown.move(1, false);
     else if (event.key === "k") shown.move(-1, false);
     else if (event.key === "n") shown.move(1, true);

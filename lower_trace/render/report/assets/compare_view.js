@@ -1,4 +1,15 @@
+// @ts-check
 "use strict";
+/* global LTText */
+/* exported LTCompareView */
+/**
+ * A comparison shown (LTCompareView.create): the row shown, and ways to show another.
+ * @typedef {Object} LTComparisonView
+ * @property {(index: number|"source") => void} select
+ * @property {(delta: number, onlyDiffering: boolean) => void} move  j / k / n
+ * @property {(at?: number|"source"|null) => void} start  at a row, else the first divergence, else the first difference
+ * @property {() => number|"source"|null} current
+ */
 // A comparison shown: the verdict and first divergence, the two aligned pass lists, and per
 // aligned pass the A-vs-B diff of outputs (or a one-sided pass's own diff); the generated
 // sources side by side last. Used by the comparison page (diff --html) and the run report.
@@ -49,10 +60,17 @@ const LTCompareView = (() => {
   }
 
   // container: where to build; view: an LTView (its diffView / irView); labels: ["A …", "B …"].
+  /**
+   * @param {HTMLElement} container
+   * @param {LTComparison} cmp
+   * @param {LTDetailView} view
+   * @param {string[]} labels
+   * @param {PageState} state  cmpHideSame read and written; cmpRow set to each row shown
+   * @returns {LTComparisonView}
+   */
   function create(container, cmp, view, labels, state) {
     const rowsOf = () => cmp.rows.map((row, i) => ({ ...row, index: i, cls: rowClass(row) }));
     const all = rowsOf();
-    let hideSame = state.cmpHideSame === true;
     let current = null;
     // The view's diffs cache by (before, after) key: keys unique to this comparison and side.
     const uid = ++made;
@@ -84,7 +102,7 @@ const LTCompareView = (() => {
       changed.forEach((r, i) => {
         const go = el("button", "cmp-jump", passText(side === "A" ? r.a : r.b));
         go.type = "button";
-        go.dataset.row = r.index;
+        go.dataset.row = String(r.index);
         go.addEventListener("click", () => select(r.index));
         if (i) line.appendChild(document.createTextNode(", "));
         line.appendChild(go);
@@ -99,7 +117,7 @@ const LTCompareView = (() => {
     const hide = el("input");
     hide.type = "checkbox";
     hide.className = "cmp-hide-same";
-    hide.checked = hideSame;
+    hide.checked = state.cmpHideSame;
     const hideLabel = el("label");
     hideLabel.appendChild(hide);
     hideLabel.appendChild(document.createTextNode(" hide same"));
@@ -121,7 +139,7 @@ const LTCompareView = (() => {
     root.appendChild(body);
     container.appendChild(root);
 
-    const visible = () => all.filter((r) => !hideSame || r.cls !== "same" || (cmp.divergence && r.index === cmp.divergence.row));
+    const visible = () => all.filter((r) => !state.cmpHideSame || r.cls !== "same" || (cmp.divergence && r.index === cmp.divergence.row));
 
     function cell(cls, step) {
       const span = el("span", `${cls}${step && step.status === "failed" ? " failed" : ""}`, step ? `${step.seq} ${step.name}` : "");
@@ -140,7 +158,7 @@ const LTCompareView = (() => {
         const only = changedOnlyOn(row);
         const button = el("button", `cmp-row ${row.cls}${only ? ` changed-in-${only.toLowerCase()}` : ""}${row.index === current ? " active" : ""}`);
         button.type = "button";
-        button.dataset.row = row.index;
+        button.dataset.row = String(row.index);
         button.title = WHAT[row.cls] + (only ? ` · changed the IR in ${only} only (a no-op in ${only === "A" ? "B" : "A"})` : "");
         button.appendChild(cell("cmp-a", row.a));
         button.appendChild(el("span", "cmp-mark", MARK[row.cls]));
@@ -169,7 +187,7 @@ const LTCompareView = (() => {
       const note = only ? ` · changed the IR in ${only}, a no-op in ${only === "A" ? "B" : "A"}` : "";
       head.appendChild(el("div", "meta", WHAT[row.cls] + note + (cmp.divergence && cmp.divergence.row === row.index ? " · the first divergence" : "")));
       detail.appendChild(head);
-      for (const [label, step] of [["A", row.a], ["B", row.b]]) {
+      for (const [label, step] of /** @type {Array<[string, LTStep|null]>} */ ([["A", row.a], ["B", row.b]])) {
         if (step && step.error) {
           detail.appendChild(el("h3", "", `${label}: ${step.name} failed`));
           detail.appendChild(view.errorBox(step.error));
@@ -220,7 +238,7 @@ const LTCompareView = (() => {
       const row = list.querySelector(".cmp-row.active");
       if (row) row.scrollIntoView({ block: "nearest" });
       renderDetail();
-      if (typeof state.onSelect === "function") state.onSelect(index);
+      state.cmpRow = index; // the page puts it in the URL
     }
 
     // j / k: next / previous row; n: the next row where a pass behaves differently or runs on one
@@ -239,14 +257,13 @@ const LTCompareView = (() => {
     }
 
     list.addEventListener("click", (event) => {
-      const button = event.target.closest(".cmp-row");
+      const button = LTText.closest(event, ".cmp-row");
       if (!button) return;
       select(button.dataset.row === SOURCE ? SOURCE : Number(button.dataset.row));
     });
     hide.addEventListener("change", () => {
       hide.blur();
-      hideSame = hide.checked;
-      state.cmpHideSame = hideSame;
+      state.cmpHideSame = hide.checked;
       renderList();
     });
 

@@ -1,10 +1,14 @@
+// @ts-check
 "use strict";
+/* global LTText */
+/* exported LTIndex */
 // The kernel index: one row per kernel, built once; filtering by name (substring or regex) and
 // by status only toggles rows, so a 1,000-kernel run stays quick.
 const LTIndex = (() => {
   const { el, plural } = LTText;
 
   // The statuses the status filter knows a kernel by.
+  /** @param {LTKernelSummary} kernel @param {LTRules} rules */
   function statusKeys(kernel, rules) {
     const keys = new Set();
     if (kernel.status === "running") keys.add("running");
@@ -14,6 +18,7 @@ const LTIndex = (() => {
     return keys;
   }
 
+  /** @param {LTKernelSummary} kernel @param {LTRules} rules */
   function buildRow(kernel, rules) {
     const row = el("button", `kernel-row ${kernel.status}`);
     row.type = "button";
@@ -30,8 +35,8 @@ const LTIndex = (() => {
     counts.appendChild(el("span", "", plural(kernel.passes, "pass", "passes")));
     counts.appendChild(el("span", "changed-count", `${kernel.changed} changed`));
     if (kernel.failed) counts.appendChild(el("span", "failed-count", `${kernel.failed} failed`));
-    if (kernel.status === "running") counts.appendChild(el("span", "failed-count", "did not finish"));
-    else if (kernel.status === "failed" && !kernel.failed) counts.appendChild(el("span", "failed-count", "compile failed"));
+    if (kernel.status === "running") counts.appendChild(el("span", "failed-count", rules.state.DID_NOT_FINISH));
+    else if (kernel.status === "failed" && !kernel.failed) counts.appendChild(el("span", "failed-count", rules.state.COMPILE_FAILED));
     for (const status of kernel.edits || []) {
       if (rules.edit[status] && rules.edit[status].badge) counts.appendChild(el("span", `edit-badge ${status.toLowerCase()}`, status));
     }
@@ -44,6 +49,13 @@ const LTIndex = (() => {
   }
 
   // list: the container; onSelect(id) when a row is clicked; countNode shows "N of M kernels".
+  /**
+   * @param {HTMLElement} list
+   * @param {HTMLElement} countNode
+   * @param {LTKernelSummary[]} kernels
+   * @param {LTRules} rules
+   * @param {(id: string) => void} onSelect
+   */
   function create(list, countNode, kernels, rules, onSelect) {
     const entries = new Map();
     const frag = document.createDocumentFragment();
@@ -54,7 +66,7 @@ const LTIndex = (() => {
     }
     list.replaceChildren(frag);
     list.addEventListener("click", (event) => {
-      const row = event.target.closest(".kernel-row");
+      const row = LTText.closest(event, ".kernel-row");
       if (row && list.contains(row)) onSelect(row.dataset.kernel);
     });
     let active = null;
@@ -62,7 +74,7 @@ const LTIndex = (() => {
 
     function showCount(filtered) {
       countNode.textContent = filtered ? `${shown} of ${plural(kernels.length, "kernel")}` : plural(kernels.length, "kernel");
-      countNode.dataset.shown = shown;
+      countNode.dataset.shown = String(shown);
     }
 
     // query: a substring of the name (any case) or a regex; status: "", ok, failed, running, edited.
@@ -71,7 +83,7 @@ const LTIndex = (() => {
       const lower = text.toLowerCase();
       let regex = null;
       if (text) {
-        try { regex = new RegExp(text, "i"); } catch (_) { regex = null; }
+        try { regex = new RegExp(text, "i"); } catch { regex = null; }
       }
       shown = 0;
       for (const entry of entries.values()) {

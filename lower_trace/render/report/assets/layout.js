@@ -1,4 +1,7 @@
+// @ts-check
 "use strict";
+/* global LTText */
+/* exported LTLayout */
 // Fragment layouts as pictures: which thread holds each element of a fragment buffer, and at
 // which local (register) index. Python keeps TileLang's two expressions per fragment as TVM
 // prints them (integrations/tilelang_layouts.py); the page evaluates them over the buffer's
@@ -11,6 +14,7 @@ const LTLayout = (() => {
   const floordiv = (a, b) => Math.floor(a / b);
   const floormod = (a, b) => a - b * Math.floor(a / b);
   const truncdiv = (a, b) => Math.trunc(a / b);
+  /** @type {Array<[string[], Object<string, (a: number, b: number) => number>]>} */
   const BINARY = [
     [["or"], { or: (a, b) => (a || b ? 1 : 0) }],
     [["and"], { and: (a, b) => (a && b ? 1 : 0) }],
@@ -162,7 +166,7 @@ const LTLayout = (() => {
       }
     }
     chart.appendChild(cells);
-    const at = (event) => event.target.closest && event.target.closest("rect[data-e]");
+    const at = (/** @type {Event} */ event) => LTText.closest(event, "rect[data-e]");
     chart.addEventListener("mousemove", (event) => { const rect = at(event); if (rect) onHover(Number(rect.dataset.e)); });
     chart.addEventListener("click", (event) => { const rect = at(event); if (rect) onPick(Number(rect.dataset.t.split(",")[0])); });
     return chart;
@@ -268,7 +272,7 @@ const LTLayout = (() => {
     const shown = el("div", "layout-shown");
     const picked = { thread: null };
     const show = (i) => {
-      for (const button of bar.children) button.classList.toggle("on", Number(button.dataset.i) === i);
+      for (const button of /** @type {HTMLCollectionOf<HTMLElement>} */ (bar.children)) button.classList.toggle("on", Number(button.dataset.i) === i);
       shown.replaceChildren(fragmentView(layouts[i], room, picked));
     };
     layouts.forEach((layout, i) => {

@@ -1,23 +1,21 @@
+// @ts-check
 "use strict";
+/* global LTState, LTText, LTBlocks, LTIndex, LTView, LTDiff, LTCompare, LTCompareView, LTTiming, LTSearch */
 // The report page. The file is appended to while the run goes on, so the page builds itself
 // once everything is parsed: the run header, the index from the kernel blocks' summaries, and
 // a kernel's steps and snapshots when it is opened (its payload inflated then).
 async function ltReport() {
   const { el, appendText, plural } = LTText;
   const { msText, statusOf, isCodegen } = LTView;
-  const $ = (id) => document.getElementById(id);
+  const $ = (/** @type {string} */ id) => document.getElementById(id);
+  // The header's controls, as report.html makes them.
+  const field = (/** @type {string} */ id) => /** @type {HTMLInputElement} */ ($(id));
+  const menu = (/** @type {string} */ id) => /** @type {HTMLSelectElement} */ ($(id));
   const page = LTBlocks.gather();
   const kernels = page.kernels;
   const kernelById = new Map(kernels.map((k) => [k.id, k]));
-  const state = {
-    kernel: null, current: null, seq: null, phase: "", regex: null, hits: null,
-    hideUnchanged: localStorage.getItem("lt-hide-unchanged") === "1",
-    mode: localStorage.getItem("lt-mode") === "unified" ? "unified" : "split",
-    blame: localStorage.getItem("lt-blame") === "1",
-    timing: null, // "kernel" or "run": a timing chart is in the detail pane
-    timingOrder: "run", // the kernel chart's order: "run" (the time line) or "self" (slowest first)
-    compare: null, // {a, b, view}: another kernel compared with the open one, in the detail pane
-  };
+  const store = LTState.create(["hideUnchanged", "mode", "blame", "theme"]);
+  const { state } = store;
   const view = LTView.create(state, page.rules, { select: (seq) => selectStep(seq) });
   const stepsOf = LTBlocks.stepsOf;
 
@@ -35,7 +33,8 @@ async function ltReport() {
       $("runinfo").appendChild(partial);
     }
     for (const note of page.notes) $("runinfo").appendChild(el("div", "note", note));
-    $("hide-unchanged").checked = state.hideUnchanged;
+    $("kernel-status").querySelector('option[value="running"]').textContent = page.rules.state.DID_NOT_FINISH;
+    field("hide-unchanged").checked = state.hideUnchanged;
     $("mode").textContent = modeLabel();
   }
 
@@ -44,19 +43,21 @@ async function ltReport() {
   const index = LTIndex.create($("kernels"), $("kernel-count"), kernels, page.rules, (id) => selectKernel(id));
 
   // --- pass list ------------------------------------------------------------------------
+  /** @param {LTKernel} kernel @returns {LTRow[]} */
   function visibleSteps(kernel) {
     const failure = LTBlocks.compileFailure(kernel);
-    return (failure ? [failure] : []).concat(kernel.steps.filter((step) => {
+    return (/** @type {LTRow[]} */ (failure ? [failure] : [])).concat(kernel.steps.filter((step) => {
       if (isCodegen(step) || step.status === "failed" || step.status === "incomplete") return true;
       if (state.phase && step.phase !== state.phase) return false;
       return !(state.hideUnchanged && step.status === "unchanged");
     }));
   }
 
+  /** @param {LTKernel} kernel */
   function renderPhases(kernel) {
-    const select = $("phase");
-    select.replaceChildren(el("option", "", "all phases"));
-    select.firstChild.value = "";
+    const select = menu("phase"), all = el("option", "", "all phases");
+    all.value = "";
+    select.replaceChildren(all);
     const phases = [...new Set(kernel.steps.filter((s) => !isCodegen(s)).map((s) => s.phase))];
     for (const phase of phases) {
       const option = el("option", "", phase);
@@ -82,7 +83,7 @@ async function ltReport() {
     for (const step of shown) {
       const row = el("button", `step ${statusOf(step)}${step.seq === state.seq ? " active" : ""}`);
       row.type = "button";
-      row.dataset.seq = step.seq;
+      row.dataset.seq = String(step.seq);
       row.appendChild(el("span", "dot"));
       row.appendChild(el("span", "seq", step.kind === "error" ? "!" : step.seq));
       const label = isCodegen(step) ? `${step.role} codegen` : step.name;
@@ -119,15 +120,17 @@ async function ltReport() {
 
   // --- compare with another kernel of the run ------------------------------------------------
   // The other kernels, variants of the same name first (what an autotune sweep compares).
+  /** @param {LTKernel} kernel */
   function renderCompareWith(kernel) {
-    const tools = $("compare-tools"), select = $("compare-with");
+    const tools = $("compare-tools"), select = menu("compare-with");
     $("kernel-tools").hidden = false;
     tools.hidden = kernels.length < 2;
     if (tools.hidden) return;
     const others = kernels.filter((k) => k.id !== kernel.id);
-    others.sort((x, y) => (x.name !== kernel.name) - (y.name !== kernel.name));
-    select.replaceChildren(el("option", "", `another kernel… (${others.length})`));
-    select.firstChild.value = "";
+    others.sort((x, y) => Number(x.name !== kernel.name) - Number(y.name !== kernel.name));
+    const none = el("option", "", `another kernel… (${others.length})`);
+    none.value = "";
+    select.replaceChildren(none);
     for (const other of others) {
       const option = el("option", "", kernelLabel(other));
       option.value = other.id;
@@ -136,7 +139,7 @@ async function ltReport() {
     select.value = state.compare ? state.compare.b : "";
   }
 
-  const kernelLabel = (k) => [`${k.id} ${k.name}`, k.variant || "", k.status !== "ok" ? k.status : ""].filter(Boolean).join(" · ");
+  const kernelLabel = (/** @type {Pick<LTKernelSummary, "id" | "name" | "variant" | "status">} */ k) => [`${k.id} ${k.name}`, k.variant || "", k.status !== "ok" ? k.status : ""].filter(Boolean).join(" · ");
 
   let comparing = 0;
   // Compares the open kernel (A) with another (B): the rows, first divergence and diffs in the detail pane.
@@ -158,21 +161,24 @@ async function ltReport() {
     state.seq = null;
     for (const row of $("passes").querySelectorAll(".step.active")) row.classList.remove("active");
     state.compare = { a: a.id, b: b.id, view: null };
-    state.onSelect = (row) => {
-      const hash = `#${a.id}~${b.id}/${row}`;
-      if (location.hash !== hash) history.replaceState(null, "", hash);
-    };
     state.compare.view = LTCompareView.create($("detail"), cmp, view, [kernelLabel(a), kernelLabel(b)], state);
-    $("compare-with").value = b.id;
+    menu("compare-with").value = b.id;
     state.compare.view.start(at);
     delete document.body.dataset.loading;
   }
+
+  // The comparison row shown is in the URL: #A~B/row.
+  store.subscribe("cmpRow", (row) => {
+    if (!state.compare) return;
+    const hash = `#${state.compare.a}~${state.compare.b}/${row}`;
+    if (location.hash !== hash) history.replaceState(null, "", hash);
+  });
 
   function stopComparing() {
     if (!state.compare) return;
     state.compare = null;
     comparing++;
-    $("compare-with").value = "";
+    menu("compare-with").value = "";
   }
 
   // --- timing ---------------------------------------------------------------------------------------
@@ -223,7 +229,6 @@ async function ltReport() {
     if (!summary) return;
     const mine = ++opening;
     stopComparing();
-    state.kernel = id;
     index.setActive(id);
     if (!state.current || state.current.id !== id) {
       // Nothing of the previous kernel stays clickable while this one is inflated.
@@ -259,7 +264,7 @@ async function ltReport() {
     const step = kernel && stepsOf(kernel).find((s) => s.seq === seq);
     state.seq = step ? step.seq : null;
     for (const row of $("passes").querySelectorAll(".step.active")) row.classList.remove("active");
-    const row = [...$("passes").querySelectorAll(".step")].find((r) => r.dataset.seq === String(state.seq));
+    const row = [...$("passes").querySelectorAll(".step")].find((r) => r instanceof HTMLElement && r.dataset.seq === String(state.seq));
     if (row) {
       row.classList.add("active");
       row.scrollIntoView({ block: "nearest" });
@@ -329,7 +334,7 @@ async function ltReport() {
     const hits = await LTSearch.run(regex, kernels, (done, count) => { status.textContent = `searching ${done}/${count} kernels…`; });
     if (!hits || state.regex !== regex) return; // a newer search took over
     state.hits = hits;
-    status.dataset.passes = hits.passes;
+    status.dataset.passes = String(hits.passes);
     status.textContent = `${plural(hits.passes, "pass", "passes")} match${hits.passes === 1 ? "es" : ""} in ${plural(hits.kernels.size, "kernel")} (${plural(hits.total, "hit")})`;
     status.dataset.done = "1";
     index.setHits(hits.kernels);
@@ -353,63 +358,63 @@ async function ltReport() {
 
   function setTheme(theme) {
     document.documentElement.dataset.theme = theme;
-    localStorage.setItem("lt-theme", theme);
+    state.theme = theme;
   }
 
-  const typing = (node) => node && (node.tagName === "TEXTAREA" || (node.tagName === "INPUT" && (node.type === "search" || node.type === "text")));
+  const typing = (/** @type {Element|null} */ node) => node && (node.tagName === "TEXTAREA" || (node instanceof HTMLInputElement && (node.type === "search" || node.type === "text")));
 
   function wireControls() {
+    const search = field("search"), kernelFilter = field("kernel-filter"), hideUnchanged = field("hide-unchanged");
+    const compareWithMenu = menu("compare-with"), kernelStatus = menu("kernel-status"), phase = menu("phase");
     let timer = null;
-    $("search").addEventListener("input", (event) => {
+    search.addEventListener("input", () => {
       clearTimeout(timer);
-      timer = setTimeout(() => runSearch(event.target.value), 150);
+      timer = setTimeout(() => runSearch(search.value), 150);
     });
-    $("search").addEventListener("keydown", (event) => {
-      if (event.key === "Enter") { clearTimeout(timer); runSearch(event.target.value); }
-      if (event.key === "Escape") event.target.blur();
+    search.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") { clearTimeout(timer); runSearch(search.value); }
+      if (event.key === "Escape") search.blur();
     });
     $("passes").addEventListener("click", (event) => {
-      const row = event.target.closest(".step");
+      const row = LTText.closest(event, ".step");
       if (!row || !state.current) return;
       const step = stepsOf(state.current).find((s) => String(s.seq) === row.dataset.seq);
       if (step) selectStep(step.seq);
     });
-    const filterKernels = () => index.filter($("kernel-filter").value, $("kernel-status").value);
-    $("kernel-filter").addEventListener("input", filterKernels);
-    $("kernel-filter").addEventListener("keydown", (event) => {
-      if (event.key === "Escape") event.target.blur();
+    const filterKernels = () => index.filter(kernelFilter.value, kernelStatus.value);
+    kernelFilter.addEventListener("input", filterKernels);
+    kernelFilter.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") kernelFilter.blur();
       if (event.key === "Enter") { // open the first kernel the filter leaves
-        const first = $("kernels").querySelector(".kernel-row:not([hidden])");
+        const first = /** @type {HTMLElement|null} */ ($("kernels").querySelector(".kernel-row:not([hidden])"));
         if (first) selectKernel(first.dataset.kernel);
       }
     });
     $("timing-kernel").addEventListener("click", () => showKernelTiming(true));
     $("timing-run").addEventListener("click", () => showRunTiming(true));
-    $("compare-with").addEventListener("change", (event) => {
-      event.target.blur();
-      if (event.target.value) compareWith(event.target.value);
+    compareWithMenu.addEventListener("change", () => {
+      compareWithMenu.blur();
+      if (compareWithMenu.value) compareWith(compareWithMenu.value);
       else selectStep(defaultSeq(state.current));
     });
-    $("kernel-status").addEventListener("change", (event) => {
-      event.target.blur();
+    kernelStatus.addEventListener("change", () => {
+      kernelStatus.blur();
       filterKernels();
     });
-    $("hide-unchanged").addEventListener("change", (event) => {
-      event.target.blur();
-      state.hideUnchanged = event.target.checked;
-      localStorage.setItem("lt-hide-unchanged", state.hideUnchanged ? "1" : "0");
+    hideUnchanged.addEventListener("change", () => {
+      hideUnchanged.blur();
+      state.hideUnchanged = hideUnchanged.checked;
       renderPasses();
       selectStep(state.seq);
     });
-    $("phase").addEventListener("change", (event) => {
-      event.target.blur(); // hand the keys back to the pass list
-      state.phase = event.target.value;
+    phase.addEventListener("change", () => {
+      phase.blur(); // hand the keys back to the pass list
+      state.phase = phase.value;
       renderPasses();
       selectStep(state.seq);
     });
     $("mode").addEventListener("click", () => {
       state.mode = state.mode === "split" ? "unified" : "split";
-      localStorage.setItem("lt-mode", state.mode);
       $("mode").textContent = modeLabel();
       selectStep(state.seq);
     });
@@ -431,8 +436,7 @@ async function ltReport() {
     window.addEventListener("hashchange", () => { fromHash(); });
   }
 
-  const savedTheme = localStorage.getItem("lt-theme");
-  if (savedTheme) document.documentElement.dataset.theme = savedTheme;
+  if (state.theme) document.documentElement.dataset.theme = state.theme;
   renderHeader();
   wireControls();
   if (!kernels.length) {

@@ -1,14 +1,24 @@
+// @ts-check
 "use strict";
+/* exported LTText */
 // Text from the compiler or the user only ever enters the page through these helpers:
 // DOM text nodes (never innerHTML), with control and bidi characters shown, not obeyed.
 const LTText = (() => {
   // The unsafe set is the terminal's (lower_trace/render/terminal.py), injected by Python into the page data.
   // Matched by code point ("u"): a character above U+FFFF (a tag character) is one match, a pair is no surrogate.
+  /** @type {LTRules} */
   const rules = JSON.parse(document.getElementById("run-data").textContent).rules;
   const UNSAFE = new RegExp(rules.unsafe, "u");
   const UNSAFE_G = new RegExp(rules.unsafe, "gu");
   const mark = (ch) => "⟨U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩";
 
+  /**
+   * @template {keyof HTMLElementTagNameMap} K
+   * @param {K} tag
+   * @param {string} [cls]
+   * @param {unknown} [text]
+   * @returns {HTMLElementTagNameMap[K]}
+   */
   function el(tag, cls, text) {
     const node = document.createElement(tag);
     if (cls) node.className = cls;
@@ -17,6 +27,12 @@ const LTText = (() => {
   }
 
   // Append text to node; unsafe characters become visible ⟨U+XXXX⟩ marks.
+  /**
+   * @template {Node} N
+   * @param {N} node
+   * @param {string} text
+   * @returns {N}
+   */
   function appendText(node, text) {
     if (!UNSAFE.test(text)) { node.appendChild(document.createTextNode(text)); return node; }
     let last = 0;
@@ -35,10 +51,16 @@ const LTText = (() => {
   }
 
   // The text as a string with unsafe characters as visible marks: for SVG text, which takes no spans.
-  const visible = (text) => String(text).replace(UNSAFE_G, mark);
+  const visible = (/** @type {unknown} */ text) => String(text).replace(UNSAFE_G, mark);
 
   // An SVG element (the timing charts, the layout grids); text goes in as visible text, never markup.
   const SVG_NS = "http://www.w3.org/2000/svg"; // a namespace name, not an address: nothing is fetched
+  /**
+   * @param {string} tag
+   * @param {Object<string, unknown>} [attrs]
+   * @param {unknown} [text]
+   * @returns {SVGElement}
+   */
   function svg(tag, attrs, text) {
     const node = document.createElementNS(SVG_NS, tag);
     for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
@@ -47,6 +69,13 @@ const LTText = (() => {
   }
 
   // Append text where parts are marked: ranges is [[from, to, className], ...] (may overlap).
+  /**
+   * @template {Node} N
+   * @param {N} node
+   * @param {string} text
+   * @param {Array<[number, number, string]>} ranges
+   * @returns {N}
+   */
   function appendMarked(node, text, ranges) {
     if (!ranges.length) return appendText(node, text);
     const cuts = new Set([0, text.length]);
@@ -64,8 +93,14 @@ const LTText = (() => {
   }
 
   // [from, to, "hit"] ranges of a global regex in text.
+  /**
+   * @param {RegExp|null} regex
+   * @param {string} text
+   * @returns {Array<[number, number, string]>}
+   */
   function matchRanges(regex, text) {
     if (!regex) return [];
+    /** @type {Array<[number, number, string]>} */
     const ranges = [];
     regex.lastIndex = 0;
     let m;
@@ -77,6 +112,10 @@ const LTText = (() => {
     return ranges;
   }
 
+  /**
+   * @param {RegExp|null} regex
+   * @param {string} text
+   */
   function countMatches(regex, text) {
     if (!regex || !text) return 0;
     regex.lastIndex = 0;
@@ -87,8 +126,13 @@ const LTText = (() => {
     return count;
   }
 
+  // The element an event happened in, or the nearest one above it, that matches selector (null: none).
+  /** @type {(event: Event, selector: string) => HTMLElement|SVGElement|null} */
+  const closest = (event, selector) => (event.target instanceof Element ? event.target.closest(selector) : null);
+
   // "1 kernel", "2 kernels", "1 pass", "3 passes": as render/terminal.py's plural.
+  /** @type {(n: number, one: string, many?: string) => string} */
   const plural = (n, one, many) => `${n} ${n === 1 ? one : many || one + "s"}`;
 
-  return { el, svg, appendText, appendMarked, matchRanges, countMatches, visible, plural, rules, UNSAFE };
+  return { el, svg, appendText, appendMarked, matchRanges, countMatches, visible, plural, closest, rules, UNSAFE };
 })();

@@ -1,4 +1,7 @@
+// @ts-check
 "use strict";
+/* global LTText */
+/* exported LTTiming */
 // Where compile time goes, drawn as SVG by the page: a kernel's steps on one time line
 // (nested passes inside their parents; the dark part of a bar is its self time) with the IR
 // lines after each step, and a run's slowest passes over all kernels. The numbers come
@@ -40,6 +43,14 @@ const LTTiming = (() => {
 
   // One kernel: a row per step. order "run": in execution order, on the time line;
   // "self": slowest self time first, bars from zero.
+  /**
+   * @param {LTKernel} kernel
+   * @param {(seq: number) => void} open  a bar's click
+   * @param {"run"|"self"} [order]
+   * @param {number} [room]
+   * @param {(order: "run"|"self") => void} [onOrder]  told when the order is switched
+   * @returns {HTMLElement}
+   */
   function kernelChart(kernel, open, order = "run", room = 900, onOrder = () => {}) {
     const box = el("section", "timing");
     // Fields at their default are left out of the payload (model.to_json): a 0 ms step has no "ms".
@@ -104,6 +115,7 @@ const LTTiming = (() => {
   }
 
   // The run: every step name over all kernels (from the summaries, nothing inflated), most self time first.
+  /** @param {LTKernelSummary[]} kernels */
   function runTotals(kernels) {
     const merged = new Map();
     for (const kernel of kernels) {
@@ -121,6 +133,7 @@ const LTTiming = (() => {
 
   // The run's compile time and how much of it the steps took, as analysis/timing.py's compile_split
   // (a kernel that did not finish: its steps' time); every % of the run chart is of the compile.
+  /** @param {LTKernelSummary[]} kernels */
   function compileSplit(kernels) {
     let compile = 0, steps = 0;
     for (const kernel of kernels) {
@@ -132,6 +145,13 @@ const LTTiming = (() => {
   }
 
   const SHOWN = 40;
+  /**
+   * @param {LTKernelSummary[]} kernels
+   * @param {(kernel: string, seq: number) => void} open  a bar's click: the slowest run of that step
+   * @param {boolean} [all]  every step name (else the SHOWN slowest)
+   * @param {number} [room]
+   * @returns {HTMLElement}
+   */
   function runChart(kernels, open, all = false, room = 900) {
     const box = el("section", "timing");
     const totals = runTotals(kernels);

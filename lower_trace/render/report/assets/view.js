@@ -1,4 +1,9 @@
+// @ts-check
 "use strict";
+/* global LTText, LTBlame, LTDiff, LTLayout */
+/* exported LTView */
+/** @typedef {ReturnType<typeof LTView.create>} LTDetailView what LTView.create gives a page */
+/** @typedef {{snap: (digest: string) => string}} LTTexts a kernel, or anything with texts by digest (a comparison's sides) */
 // The detail pane: a pass's diff (side by side or unified, folded context, word marks), the IR
 // of a no-op or failed pass, codegen's TIR next to its source, errors. Built when shown.
 const LTView = (() => {
@@ -14,13 +19,19 @@ const LTView = (() => {
   const statusOf = (step) => (isCodegen(step) ? "codegen" : step.status);
   const titleOf = (step) => (isCodegen(step) ? `${step.role} codegen · ${step.function}` : step.name);
   // Set by create(): the page's state (mode, regex) and the rules Python injected.
-  let state = null, rules = null, handlers = {};
+  /** @type {PageState} */
+  let state = null;
+  /** @type {LTRules} */
+  let rules = null;
+  /** @type {{select?: (seq: number) => void}} */
+  let handlers = {};
 
   // A pass built with arguments, as the trace recorded it (model.PassCall.expression).
   const callText = (call) => `${call.factory}(${[...(call.args || []), ...(call.kwargs || []).map(([k, v]) => `${k}=${v}`)].join(", ")})`;
 
   // --- detail view ------------------------------------------------------------------------------
   // A compiler's message (gcc / nvcc output) keeps its lines: the message is a pre of its own.
+  /** @param {LTError} error */
   function errorBox(error) {
     const box = el("section", "error");
     box.appendChild(el("strong", "error-type", error.type));
@@ -40,16 +51,16 @@ const LTView = (() => {
     button.type = "button";
     button.addEventListener("click", async () => {
       const value = typeof text === "function" ? text() : text;
-      let ok = false;
+      let ok;
       try {
         await navigator.clipboard.writeText(value);
         ok = true;
-      } catch (_) {
+      } catch {
         const area = el("textarea");
         area.value = value;
         document.body.appendChild(area);
         area.select();
-        try { ok = document.execCommand("copy"); } catch (_) { ok = false; }
+        try { ok = document.execCommand("copy"); } catch { ok = false; }
         area.remove();
       }
       button.textContent = ok ? "copied" : "copy failed";
@@ -62,6 +73,7 @@ const LTView = (() => {
 
   // An IR in full. With `blame` ({kernel, seq}: the IR after pass seq) it has a blame toggle:
   // each line with the pass that last changed it, a click away from that pass's diff.
+  /** @param {string} text @param {string} label @param {{kernel: LTKernel, seq: number}|null} [blame] */
   function irView(text, label, blame) {
     const box = el("section", "ir-box");
     const bar = el("div", "toolbar");
@@ -84,7 +96,6 @@ const LTView = (() => {
       };
       toggle.addEventListener("click", () => {
         state.blame = !state.blame;
-        localStorage.setItem("lt-blame", state.blame ? "1" : "0");
         show();
       });
       bar.appendChild(toggle);
@@ -133,6 +144,7 @@ const LTView = (() => {
     return table;
   }
 
+  /** @param {HTMLElement} main @param {LTKernel|null} kernel @param {LTRow|null|undefined} step */
   function renderDetail(main, kernel, step) {
     main.replaceChildren();
     const snap = kernel ? kernel.snap : () => "";
@@ -230,6 +242,7 @@ const LTView = (() => {
   }
 
   // Line diffs by (before, after) digest: digests are unique in a run, so shared across kernels.
+  /** @param {LTTexts} kernel @param {{before?: string, after?: string}} step */
   function rowsOf(kernel, step) {
     const key = `${step.before}:${step.after}`;
     let rows = rowsCache.get(key);
@@ -241,6 +254,11 @@ const LTView = (() => {
     return rows;
   }
 
+  /**
+   * @param {LTTexts & {id?: string}} kernel
+   * @param {{before?: string, after?: string, seq?: number}} step
+   * @param {{names?: string[], noFullIR?: boolean, blame?: boolean}} [options]
+   */
   function diffView(kernel, step, options = {}) {
     const snap = kernel.snap;
     const rows = rowsOf(kernel, step);
@@ -266,7 +284,8 @@ const LTView = (() => {
       }
       const panes = el("div", "panes");
       panes.appendChild(irView(snap(step.before), "IR before"));
-      panes.appendChild(irView(snap(step.after), "IR after", options.blame ? { kernel, seq: step.seq } : null));
+      // Blame is asked for the report's own kernels only, never a comparison's sides.
+      panes.appendChild(irView(snap(step.after), "IR after", options.blame ? { kernel: /** @type {LTKernel} */ (kernel), seq: step.seq } : null));
       box.insertBefore(panes, table); // right under the toolbar, in view
       full.textContent = "hide full IR";
     });
@@ -365,6 +384,11 @@ const LTView = (() => {
   }
 
   // pageHandlers.select(seq): open a pass of the shown kernel (blame's links); none, no blame.
+  /**
+   * @param {PageState} pageState  mode, regex and blame read; blame written by its toggle
+   * @param {LTRules} pageRules
+   * @param {{select?: (seq: number) => void}} [pageHandlers]
+   */
   function create(pageState, pageRules, pageHandlers = {}) {
     state = pageState;
     rules = pageRules;

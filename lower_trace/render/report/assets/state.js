@@ -1,0 +1,95 @@
+// @ts-check
+"use strict";
+/* exported LTState */
+// The page's state in one place: its shape, its defaults, and the fields a page keeps across
+// visits (localStorage, one key each). create() returns the state as a sealed object -- a field
+// that is not declared here cannot be added -- whose saved fields write themselves through, and a
+// subscribe(field, fn) that tells fn of every assignment to that field (the URL follows cmpRow).
+
+/**
+ * @typedef {Object} PageState
+ * @property {LTKernel|null} current  the kernel open in the report (inflated)
+ * @property {number|"error"|null} seq  the step shown ("error": the row of a compile that failed outside the passes)
+ * @property {string} phase  the phase the pass list shows ("": all)
+ * @property {RegExp|null} regex  the search (highlighted in every view)
+ * @property {LTSearchHits|null} hits  what the search found
+ * @property {boolean} hideUnchanged  the pass list leaves out passes that changed nothing
+ * @property {"split"|"unified"} mode  diffs side by side or unified
+ * @property {boolean} blame  an IR shows which pass last changed each line
+ * @property {"light"|"dark"|null} theme  the theme picked (null: the system's)
+ * @property {"kernel"|"run"|null} timing  a timing chart is in the detail pane: the kernel's or the run's
+ * @property {"run"|"self"} timingOrder  the kernel chart's order: the time line, or slowest first
+ * @property {LTComparing|null} compare  another kernel compared with the open one
+ * @property {boolean} cmpHideSame  a comparison's rows leave out the aligned passes that behave the same
+ * @property {number|"source"|null} cmpRow  the comparison row shown (an aligned row, or the generated sources)
+ */
+
+/**
+ * @typedef {Object} LTComparing
+ * @property {string} a  the open kernel's id
+ * @property {string} b  the other kernel's id
+ * @property {LTComparisonView|null} view
+ */
+
+/**
+ * @typedef {Object} LTStore
+ * @property {PageState} state
+ * @property {<K extends keyof PageState>(field: K, fn: (value: PageState[K]) => void) => void} subscribe
+ */
+
+const LTState = (() => {
+  /** @returns {PageState} */
+  const defaults = () => ({
+    current: null, seq: null, phase: "", regex: null, hits: null,
+    hideUnchanged: false, mode: "split", blame: false, theme: null,
+    timing: null, timingOrder: "run", compare: null,
+    cmpHideSame: false, cmpRow: null,
+  });
+
+  const flag = { read: (/** @type {string|null} */ text) => text === "1", write: (/** @type {boolean} */ on) => (on ? "1" : "0") };
+  /** The fields a page may keep across visits: the localStorage key of each, and how its value is written there. */
+  const SAVED = {
+    hideUnchanged: { key: "lt-hide-unchanged", ...flag },
+    mode: { key: "lt-mode", read: (/** @type {string|null} */ text) => (text === "unified" ? "unified" : "split"), write: String },
+    blame: { key: "lt-blame", ...flag },
+    cmpHideSame: { key: "lt-cmp-hide-same", ...flag },
+    theme: { key: "lt-theme", read: (/** @type {string|null} */ text) => (text === "light" || text === "dark" ? text : null), write: String },
+  };
+
+  /**
+   * The state of one page. saved: the fields it keeps across visits (read now, written on each
+   * assignment); initial: values other than the defaults.
+   * @param {Array<keyof typeof SAVED>} saved
+   * @param {Partial<PageState>} [initial]
+   * @returns {LTStore}
+   */
+  function create(saved, initial = {}) {
+    /** @type {Record<string, any>} */
+    const values = { ...defaults(), ...initial };
+    for (const field of saved) values[field] = SAVED[field].read(localStorage.getItem(SAVED[field].key));
+    /** @type {Map<string, Array<(value: any) => void>>} */
+    const listeners = new Map();
+    const state = {};
+    for (const field of Object.keys(defaults())) {
+      const keep = saved.includes(/** @type {keyof typeof SAVED} */ (field)) ? SAVED[field] : null;
+      Object.defineProperty(state, field, {
+        enumerable: true,
+        get: () => values[field],
+        set: (value) => {
+          values[field] = value;
+          if (keep) localStorage.setItem(keep.key, keep.write(value));
+          for (const fn of listeners.get(field) || []) fn(value);
+        },
+      });
+    }
+    Object.seal(state);
+    /** @type {LTStore["subscribe"]} */
+    const subscribe = (field, fn) => {
+      if (!listeners.has(field)) listeners.set(field, []);
+      listeners.get(field).push(fn);
+    };
+    return { state: /** @type {PageState} */ (state), subscribe };
+  }
+
+  return { create, SAVED };
+})();
