@@ -1,4 +1,4 @@
-"""What `list --json`, `show --json` and `blame --json` print: plain data for tools (the schema is in
+"""What `list --json`, `list --runs --json`, `show --json` and `blame --json` print: plain data for tools (the schema is in
 docs/trace-format.md, "JSON output"). Records keep the field names of trace.jsonl."""
 
 from __future__ import annotations
@@ -7,8 +7,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from lower_trace.analysis import text_diff
+from lower_trace.analysis.blame import BlamedLine, PatternHistory
 from lower_trace.analysis.configs import typed_configs
 from lower_trace.model import CodegenRecord, KernelTrace, PassRecord, PassStatus, Trace, to_json
+from lower_trace.render.listing import state_counts
 from lower_trace.render.terminal import kernel_state
 
 SCHEMA = 1
@@ -75,5 +77,38 @@ def showing(trace: Trace, kernels: Iterable[KernelTrace], only: dict[str, set[in
     return {"schema": SCHEMA, "run": run_json(trace), "kernels": shown}
 
 
+def runs(entries: Iterable[tuple[str, Trace | Exception]]) -> dict[str, Any]:
+    """`list --runs --json`: each run folder with its counts, or why it could not be read."""
+    return {"schema": SCHEMA, "runs": [run_entry(run_dir, trace) for run_dir, trace in entries]}
+
+
+def run_entry(run_dir: str, trace: Trace | Exception) -> dict[str, Any]:
+    if not isinstance(trace, Trace):
+        return {"path": run_dir, "error": str(trace)}
+    failed, unfinished = state_counts(trace.kernels)
+    entry: dict[str, Any] = {
+        "path": run_dir, "run_id": trace.run.run_id, "started": trace.run.started, "kernels": len(trace.kernels),
+        "failed": failed, "unfinished": unfinished,
+    }
+    if trace.run.title:
+        entry["title"] = trace.run.title
+    return entry
+
+
 def pass_ref(record: PassRecord | None) -> dict[str, Any] | None:
     return None if record is None else {"seq": record.seq, "name": record.name, "phase": record.phase, "depth": record.depth}
+
+
+def blamed_lines(kernel: KernelTrace, until: int | None, lines: Iterable[BlamedLine]) -> dict[str, Any]:
+    """`blame --json`: each line of the IR with the pass that made it (None: the input's)."""
+    blamed = [{"text": line.text, "pass": pass_ref(line.by)} for line in lines]
+    return {"kernel": kernel.kernel_id, "name": kernel.name, "after": until, "lines": blamed}
+
+
+def pattern_history(kernel: KernelTrace, pattern: str, found: PatternHistory, matches: int) -> dict[str, Any]:
+    """`blame --json PATTERN`: the passes that introduced, changed and removed the lines it matches."""
+    return {
+        "kernel": kernel.kernel_id, "name": kernel.name, "pattern": pattern, "introduced": pass_ref(found.introduced),
+        "changed": [pass_ref(p) for p in found.changed], "removed": pass_ref(found.removed),
+        "present_at_end": found.present_at_end, "matches_at_end": matches,
+    }
