@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 from lower_trace.analysis.timing import BETWEEN, StepTime, compile_split, ir_lines, kernel_timing, run_timing, slowest
 from lower_trace.model import KernelTrace, PassRecord, PassStatus
-from lower_trace.render.terminal import plural, printable
+from lower_trace.text_safety import plural, printable
 
 TextOf = Callable[[str], str]
 SLOWEST = 10  # steps named under a kernel's table; names in a run's table
