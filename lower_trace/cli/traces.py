@@ -42,9 +42,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         step = steps[0]
         digest = step.source if isinstance(step, CodegenRecord) else (step.after or step.before)
         if args.json:
-            from lower_trace.render.json_view import kernel_json, step_json
+            from lower_trace.render.json_view import ir_text_json
 
-            print_json({"kernel": kernel_json(kernel), "step": step_json(step, trace.snapshot), "text": trace.snapshot(digest)})
+            print_json(ir_text_json(trace, kernel, step, trace.snapshot(digest)))
             return 0
         renderer.render_snapshot(trace.snapshot(digest))
         return 0
@@ -136,18 +136,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 def show_timing(trace: Trace, kernels: list[KernelTrace], as_json: bool) -> int:
     """`show --timing`: one kernel's steps with their time and IR size; for several, the slowest
     step names over them (the report's two timing charts)."""
-    from lower_trace.render import timing_view
-    from lower_trace.render.json_view import SCHEMA, kernel_json, run_json
+    from lower_trace.render import json_view, timing_view
 
     if as_json:
-        entries = [{**kernel_json(k), "timing": timing_view.kernel_timing_json(k, trace.snapshot)} for k in kernels]
-        print_json({"schema": SCHEMA, "run": run_json(trace), "totals": timing_view.run_timing_json(kernels), "kernels": entries})
-        return 0
-    if len(kernels) == 1:
-        timing_view.write_kernel_table(sys.stdout, kernels[0], trace.snapshot)
+        print_json(json_view.timing_json(trace, kernels))
     else:
-        timing_view.write_run_table(sys.stdout, kernels)
-        print(f"one kernel's steps: lower-trace show --timing -k KERNEL {trace.path}")
+        timing_view.write_timing(sys.stdout, trace, kernels)
     return 0
 
 

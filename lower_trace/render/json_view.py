@@ -1,14 +1,16 @@
-"""What `list --json`, `list --runs --json`, `show --json` and `blame --json` print: plain data for tools (the schema is in
-docs/trace-format.md, "JSON output"). Records keep the field names of trace.jsonl."""
+"""What the --json of `list` (and `list --runs`), `show` (and `show --ir`, `show --timing`) and
+`blame` print: plain data for tools (the schema is in docs/trace-format.md, "JSON output").
+Records keep the field names of trace.jsonl."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from lower_trace.analysis import text_diff
 from lower_trace.analysis.blame import BlamedLine, PatternHistory
 from lower_trace.analysis.configs import typed_configs
+from lower_trace.analysis.timing import ir_lines, kernel_timing, run_timing
 from lower_trace.model import CodegenRecord, KernelTrace, PassRecord, PassStatus, Trace, to_json
 from lower_trace.render.listing import state_counts
 from lower_trace.render.terminal import kernel_state
@@ -49,6 +51,11 @@ def step_json(step: PassRecord | CodegenRecord, text_of: Callable[[str], str], t
     elif texts:
         data.update(tir_text=text_of(step.tir), source_text=text_of(step.source))
     return data
+
+
+def ir_text_json(trace: Trace, kernel: KernelTrace, step: PassRecord | CodegenRecord, text: str) -> dict[str, Any]:
+    """`show --ir --json`: one step's IR (or generated source) with its kernel and record."""
+    return {"kernel": kernel_json(kernel), "step": step_json(step, trace.snapshot), "text": text}
 
 
 def listing(trace: Trace, with_steps: bool) -> dict[str, Any]:
@@ -112,3 +119,41 @@ def pattern_history(kernel: KernelTrace, pattern: str, found: PatternHistory, ma
         "changed": [pass_ref(p) for p in found.changed], "removed": pass_ref(found.removed),
         "present_at_end": found.present_at_end, "matches_at_end": matches,
     }
+
+
+def timing_json(trace: Trace, kernels: Sequence[KernelTrace]) -> dict[str, Any]:
+    """`show --timing --json`: each kernel's steps with their times, and the step names' totals over them."""
+    entries = [{**kernel_json(k), "timing": kernel_timing_json(k, trace.snapshot)} for k in kernels]
+    return {"schema": SCHEMA, "run": run_json(trace), "totals": run_timing_json(kernels), "kernels": entries}
+
+
+def kernel_timing_json(kernel: KernelTrace, text_of: Callable[[str], str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "seq": t.seq,
+            "name": t.name,
+            "kind": "pass" if isinstance(t.step, PassRecord) else "codegen",
+            "depth": t.depth,
+            "parent": getattr(t.step, "parent", None),
+            "ms": t.ms,
+            "self_ms": t.self_ms,
+            "at": t.at,
+            "ir_lines": ir_lines(t.step, text_of),
+        }
+        for t in kernel_timing(kernel)
+    ]
+
+
+def run_timing_json(kernels: Sequence[KernelTrace]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": t.name,
+            "self_ms": t.self_ms,
+            "calls": t.calls,
+            "kernels": t.kernels,
+            "max_self_ms": t.max_self_ms,
+            "max_kernel": t.max_kernel,
+            "max_seq": t.max_seq,
+        }
+        for t in run_timing(kernels)
+    ]
