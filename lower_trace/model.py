@@ -488,3 +488,33 @@ def run_from_json(data: dict[str, Any]) -> RunInfo:
     values["argv"] = tuple(values.get("argv", ()))
     values["notes"] = tuple(values.get("notes", ()))
     return RunInfo(**values)
+
+
+# --- bisect: what its search hands to the terminal -------------------------------------
+
+
+@dataclass
+class BisectRun:
+    """One run of the check: under which limit, what it said, and the trace it left."""
+
+    limit: int | None
+    verdict: str  # good, bad, or broken (the compile failed: a required pass was skipped)
+    exit_code: int
+    trace: Trace | None
+    counted: int  # passes the gate numbered in this run
+    seconds: float
+
+
+@dataclass
+class BisectAnswer:
+    """What bisect found (rerun/bisection.py searches, render/bisect_view.py says it)."""
+
+    kind: str  # found, always-good, always-bad, broken (the check cannot run even with every pass)
+    culprit: PassRecord | None = None
+    kernel: KernelTrace | None = None
+    good: BisectRun | None = None
+    bad: BisectRun | None = None
+    runs: int = 0
+    required: tuple[str, ...] = ()
+    untested: tuple[str, ...] = ()  # passes that ran in every run: never skipped, so never tested
+    steps: list[BisectRun] = field(default_factory=list)

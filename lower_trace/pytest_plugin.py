@@ -127,8 +127,10 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     if not count:
         report.sections.append(("lower-trace", "this test compiled no kernel before it failed: nothing was traced"))
         return
+    from lower_trace.text_safety import plural
+
     where = f"report: file://{run.report_path}" if run.config.writes_report else f"trace: {run.run_dir}"
-    report.sections.append(("lower-trace", f"traced {count} kernel{'s' if count != 1 else ''}; {where}"))
+    report.sections.append(("lower-trace", f"traced {plural(count, 'kernel')}; {where}"))
 
 
 class _KeptCounter:
@@ -146,9 +148,9 @@ class _KeptCounter:
 def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
     state = config.stash.get(_STATE, None)
     if state and state["mode"] is not None and state["kept"]:
-        from lower_trace.render.terminal import printable
+        from lower_trace.text_safety import plural, printable
 
         kept = state["kept"]
-        tests = f"{len(kept)} test{'s' if len(kept) != 1 else ''}"
+        tests = plural(len(kept), "test")
         names = ", ".join(printable(nodeid) for nodeid in kept[:3]) + (f" and {len(kept) - 3} more" if len(kept) > 3 else "")
         terminalreporter.write_line(f"lower-trace: traces of {tests} kept in {state['folder']} (lower-trace list --runs {state['folder']}): {names}")

@@ -46,6 +46,11 @@ class PatternHistory:
     removed: PassRecord | None  # the pass after which no match was left (the last such)
     present_at_end: bool
 
+    @property
+    def matched(self) -> bool:
+        """Whether a line matched at any pass."""
+        return self.introduced is not None or self.present_at_end or self.removed is not None
+
 
 _FUNCTION = re.compile(r"^\s*def (\w+)\(", re.MULTILINE)
 

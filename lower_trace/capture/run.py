@@ -29,7 +29,7 @@ from lower_trace.model import EditOutcome, EditStatus, KernelEnd, KernelStart, K
 from lower_trace.store.layout import REPORT, REPRO, new_run_dir, script_dir_of
 from lower_trace.store.paths import script_name
 from lower_trace.store.writer import TraceWriter
-from lower_trace.text_safety import short_path
+from lower_trace.text_safety import plural, short_path
 
 
 def spare_core() -> bool:
@@ -319,11 +319,7 @@ class TraceRun:
         passes = sum(s.passes for s in self.kernel_summaries)
         failed_kernels = sum(1 for s in self.kernel_summaries if s.failed)
         failed_passes = sum(s.failed_passes for s in self.kernel_summaries)
-        text = f"traced {_count(kernels, 'kernel')}, {_count(passes, 'pass', 'passes')}"
+        text = f"traced {plural(kernels, 'kernel')}, {plural(passes, 'pass', 'passes')}"
         if failed_kernels:
-            text += f"; {failed_kernels} failed to compile" + (f" ({_count(failed_passes, 'failed pass', 'failed passes')})" if failed_passes else "")
+            text += f"; {failed_kernels} failed to compile" + (f" ({plural(failed_passes, 'failed pass', 'failed passes')})" if failed_passes else "")
         return text
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else many or one + 's'}"

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from typing import Any
 
-from lower_trace.cli.options import add_color, add_trace, color_wanted_by, print_json
-from lower_trace.cli.selection import UsageError, kernels_of, no_pass, select_steps, selected
+from lower_trace.cli.options import add_color, add_context, add_kernel, add_trace, color_wanted_by, print_json
+from lower_trace.cli.selection import UsageError, kernels_of, no_pass, regex, select_steps, selected
 from lower_trace.config import default_trace_dir
 from lower_trace.model import PassRecord, kernel_list
 from lower_trace.store.reader import load_trace
+from lower_trace.text_safety import plural
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -20,18 +20,15 @@ def cmd_diff(args: argparse.Namespace) -> int:
     one ran, the generated sources. Exit status 0 when identical (or, with --up-to-renaming, the
     same up to renaming), 1 when they differ."""
     from lower_trace.analysis.compare import Side, compare
-    from lower_trace.render.compare_view import as_json, render
+    from lower_trace.render.compare_view import as_json, render, write_pairs
 
     for pattern in args.ignore:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise UsageError(f"--ignore {pattern!r} is not a valid regex ({exc})") from None
+        regex(pattern, "--ignore")
     trace_a, kernels_a = selected(args.a)
     trace_b, kernels_b = selected(args.b)
     if len(kernels_a) != len(kernels_b):
         raise UsageError(
-            f"{args.a} has {len(kernels_a)} kernel{'s' if len(kernels_a) != 1 else ''} and {args.b} {len(kernels_b)}; pick one of each as RUN:KERNEL "
+            f"{args.a} has {plural(len(kernels_a), 'kernel')} and {args.b} {len(kernels_b)}; pick one of each as RUN:KERNEL "
             f"(A: {kernel_list(kernels_a)}; B: {kernel_list(kernels_b)})"
         )
     if args.html and len(kernels_a) != 1:
@@ -39,7 +36,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     color = color_wanted_by(args)
     pairs = list(zip(kernels_a, kernels_b))
     if len(pairs) > 1 and not args.json:
-        print(f"{len(pairs)} pairs, compared in order: " + ", ".join(f"{a.kernel_id}~{b.kernel_id}" for a, b in pairs))
+        write_pairs(sys.stdout, pairs)
     results = [
         (ka, kb, compare(Side(ka, trace_a.snapshot), Side(kb, trace_b.snapshot), ignore=args.ignore, up_to_renaming=args.up_to_renaming))
         for ka, kb in pairs
@@ -74,7 +71,7 @@ def cmd_blame(args: argparse.Namespace) -> int:
     PATTERN, which pass introduced the lines it matches, which later passes changed them, and
     which removed them."""
     from lower_trace.analysis.blame import blame_lines, final_text, functions, history, pattern_history
-    from lower_trace.render.terminal import printable, printable_line
+    from lower_trace.render import blame_view, json_view
 
     if args.pattern is None and not os.path.exists(args.trace) and os.sep not in args.trace:
         args.trace, args.pattern = default_trace_dir(), args.trace  # `blame -k gemm REGEX`: the default folder
@@ -100,46 +97,20 @@ def cmd_blame(args: argparse.Namespace) -> int:
             f"{trace.path}: pass {until} {steps[0].name} worked on another module ({names}), not the kernel's IR, so its lines have "
             f"no place in the kernel's history; `lower-trace show {trace.path} -k {kernel.kernel_id} -p {until}` shows its diff"
         )
-
-    def who(record: PassRecord | None) -> str:
-        return "(input)" if record is None else f"{record.seq} {printable(record.name)}"
-
     if args.pattern is not None:
-        try:
-            pattern = re.compile(args.pattern)
-        except re.error as exc:
-            raise UsageError(f"{args.pattern!r} is not a valid regex ({exc})") from None
+        pattern = regex(args.pattern)
         found = pattern_history(changes, pattern)
-        if args.json:
-            from lower_trace.render.json_view import pass_ref
-
-            matches = sum(1 for line in final_text(changes).splitlines() if pattern.search(line))
-            print_json({
-                "kernel": kernel.kernel_id, "name": kernel.name, "pattern": args.pattern, "introduced": pass_ref(found.introduced),
-                "changed": [pass_ref(p) for p in found.changed], "removed": pass_ref(found.removed),
-                "present_at_end": found.present_at_end, "matches_at_end": matches,
-            })
-            return 0 if (found.introduced or found.present_at_end or found.removed) else 1
-        print(f"kernel {kernel.kernel_id} {printable(kernel.name)}: /{printable(args.pattern)}/")
-        if found.introduced is None and not found.present_at_end and found.removed is None:
-            print("  no line of the IR matches, at any pass")
-            return 1
-        print(f"  introduced by  {who(found.introduced) if found.introduced else '(already in the input)'}")
-        print(f"  changed by     {', '.join(who(p) for p in found.changed) or '-'}")
         matches = sum(1 for line in final_text(changes).splitlines() if pattern.search(line))
-        left = f"- (still there at the end: {matches} line{'s' if matches != 1 else ''})"
-        print(f"  removed by     {who(found.removed) if found.removed else left}")
-        return 0
+        if args.json:
+            print_json(json_view.pattern_history(kernel, args.pattern, found, matches))
+        else:
+            blame_view.write_history(sys.stdout, kernel, args.pattern, found, matches)
+        return 0 if found.matched else 1
     lines = blame_lines(changes)
     if args.json:
-        from lower_trace.render.json_view import pass_ref
-
-        blamed = [{"text": line.text, "pass": pass_ref(line.by)} for line in lines]
-        print_json({"kernel": kernel.kernel_id, "name": kernel.name, "after": until, "lines": blamed})
-        return 0
-    width = min(36, max((len(who(line.by)) for line in lines), default=8))
-    for line in lines:
-        print(f"{who(line.by)[:width]:<{width}} | {printable_line(line.text)}")
+        print_json(json_view.blamed_lines(kernel, until, lines))
+    else:
+        blame_view.write_lines(sys.stdout, lines)
     return 0
 
 
@@ -147,7 +118,7 @@ def add_parsers(sub: Any) -> None:
     blame = sub.add_parser("blame", help="which pass made a line of the IR", description=cmd_blame.__doc__)
     add_trace(blame)
     blame.add_argument("pattern", nargs="?", metavar="PATTERN", help="a regex: the history of the lines it matches")
-    blame.add_argument("-k", "--kernel", help="kernel id (k1), name or number")
+    add_kernel(blame)
     blame.add_argument("--ir", metavar="PASS", help="blame the IR after PASS (default: the final TIR)")
     blame.add_argument("--json", action="store_true", help="the answer as JSON")
     blame.set_defaults(func=cmd_blame)
@@ -161,7 +132,7 @@ def add_parsers(sub: Any) -> None:
         help="texts that differ only in a consistent renaming of identifiers (A_shared / A_s, k / k_1) count as the same",
     )
     diff.add_argument("--json", action="store_true", help="the comparison as JSON")
-    diff.add_argument("-U", "--context", type=int, default=3, help="lines of context around changes (default 3)")
+    add_context(diff)
     add_color(diff)
     diff.add_argument("--html", metavar="FILE", help="also write the comparison page to FILE (one offline HTML file)")
     diff.set_defaults(func=cmd_diff)

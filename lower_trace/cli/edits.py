@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 from lower_trace.cli.options import add_trace
@@ -38,8 +39,7 @@ def cmd_edits(args: argparse.Namespace) -> int:
     for, whether you edited it, and whether it is stale (its edit failed to compile, or the
     kernel's code moved on without it); or --reset one kernel's (or one file's)."""
     from lower_trace.edits.working_copies import EditStore
-    from lower_trace.model import StaleReason
-    from lower_trace.render.terminal import printable
+    from lower_trace.render.edits_view import write_listing, write_reset
 
     stores = [EditStore(folder) for folder in _script_dirs(args.trace)]
     if not stores:
@@ -55,28 +55,9 @@ def cmd_edits(args: argparse.Namespace) -> int:
         if not done:
             known = sorted({e.kernel for store in stores for e in store.entries()})
             raise UsageError(f"no working copy for {args.reset!r}; kernels: {', '.join(known)}")
-        for path, backup in done:
-            print(f"{path}: back to the generated source" + (f" (your edit is saved in {backup})" if backup else ""))
+        write_reset(sys.stdout, done)
         return 0
-    stale: set[StaleReason] = set()
-    for store in stores:
-        entries = store.entries()
-        print(printable(store.root))
-        width = max([len(e.file) for e in entries] + [12])
-        kernel_width = max([len(printable(e.kernel)) for e in entries] + [6])
-        marks = {e.file: f"stale: {e.stale.value}" if e.stale else "" for e in entries}
-        mark_width = max(len(m) for m in marks.values()) if entries else 0
-        for entry in entries:
-            # What tells the copy apart: its literals (constants, tiles), its code or its buffers.
-            mark = f"{marks[entry.file]:<{mark_width}}  " if mark_width else ""
-            kernel, variant = printable(entry.kernel), printable(entry.variant)
-            print(f"  {entry.file:<{width}}  {kernel:<{kernel_width}}  {entry.role:<6}  {entry.state.value:<12}  {mark}{variant}")
-        stale.update(e.stale for e in entries if e.stale)
-    failed, moved_on = StaleReason.FAILED.value, StaleReason.CODE_CHANGED.value
-    if StaleReason.FAILED in stale:
-        print(f"{failed}: the last compile with this edit, as the file is now, failed; fix it, or `lower-trace edits --reset FILE`")
-    if StaleReason.CODE_CHANGED in stale:
-        print(f"{moved_on}: the kernel's code changed and this variant was not compiled since; compiled with the new code, it takes this copy over")
+    write_listing(sys.stdout, [(store.root, store.entries()) for store in stores])
     return 0
 
 

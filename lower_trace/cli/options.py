@@ -1,4 +1,4 @@
-"""What the commands share: the trace argument, --color, and how --json answers are printed."""
+"""What the commands share: the trace argument, -k, -U, --color, and how --json answers are printed."""
 
 from __future__ import annotations
 
@@ -17,8 +17,20 @@ def add_trace(parser: Any, help: str = TRACE_HELP) -> None:
     parser.add_argument("trace", nargs="?", default=default_trace_dir(), help=help)
 
 
+def add_kernel(parser: Any) -> None:
+    parser.add_argument("-k", "--kernel", help="kernel id (k1), name or number")
+
+
+def add_context(parser: Any) -> None:
+    """-U, for the commands that print diffs."""
+    parser.add_argument("-U", "--context", type=int, default=3, help="lines of context around changes (default 3)")
+
+
 def add_color(parser: Any) -> None:
-    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    parser.add_argument(
+        "--color", choices=("auto", "always", "never"), default="auto",
+        help="colour: always, never, or auto (default): as NO_COLOR / FORCE_COLOR say, else on a terminal",
+    )
 
 
 def color_wanted_by(args: argparse.Namespace) -> bool | None:

@@ -9,12 +9,11 @@ import os
 import sys
 from typing import Any
 
-from lower_trace.cli.options import add_color, add_trace, color_wanted_by
+from lower_trace.cli.options import add_color, add_context, add_kernel, add_trace, color_wanted_by
 from lower_trace.cli.selection import UsageError, kernels_of, no_pass, select_steps
 from lower_trace.model import KernelTrace, PassBuild, PassRecord, PassStatus, Trace
 from lower_trace.rerun import repro
 from lower_trace.store.reader import load_trace
-from lower_trace.text_safety import headline
 
 REPLAY_HINT = "trace with TL_LOWER_TRACE_REPLAY=1 to keep every pass's input"
 
@@ -67,6 +66,8 @@ def _enclosing(kernel: KernelTrace, record: PassRecord) -> list[PassRecord]:
 def cmd_repro(args: argparse.Namespace) -> int:
     """Write a reproducer: a folder with the IR a pass received (TVM JSON), a repro.py that runs
     that pass alone on it, and the recorded error. Default: every failed (or crashed) pass."""
+    from lower_trace.render import rerun_view
+
     trace = load_trace(args.trace)
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise UsageError(f"-o {args.output}: a file is there; name a folder (it is created)")
@@ -91,7 +92,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
             continue
         folder = args.output if len(targets) == 1 else os.path.join(args.output, os.path.basename(repro.folder("", kernel.kernel_id, record.seq, record.name)))
         repro.write(folder, repro.spec_for(trace, kernel, record, passes, why), trace.ir_json(start.input))
-        print(f"{kernel.kernel_id} {kernel.name}: {record.seq} {record.name}: {repro.command(folder)}" + (f"\n  ({why})" if why else ""))
+        rerun_view.write_repro(sys.stdout, kernel, record, repro.command(folder), why)
         written += 1
     return 0 if written else 1
 
@@ -141,6 +142,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     """Rerun a pass on the input it had when the trace was made, in the current environment, and
     compare: identical (exit 0) or the diff recorded -> now (exit 1). --from / --until rerun a
     stretch of passes at one nesting level, each built from Python."""
+    from lower_trace.render import rerun_view
+
     trace = load_trace(args.trace)
     kernel = _one_kernel(trace, args.kernel, "replay")
     if args.pass_ is None and args.from_ is None and args.until is None:
@@ -167,58 +170,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
             alone = "so it cannot be replayed alone" if len(stretch) == 1 else "replay a stretch without it"
             raise UsageError(f"{record.seq} {made}; {alone}")
         builds.append(made)
-    from lower_trace.render.terminal import TerminalRenderer, printable
-
     mod, note = compiler.load_module(trace.ir_json(first.input))
-    note = f"  note: {note}" if note else ""
     what = f"{first.seq} {first.name}" + (f" .. {last.seq} {last.name} ({len(stretch)} passes)" if last is not first else "")
     try:
         for made in builds:
             mod = compiler.run_pass(made, mod, kernel.context)
     except Exception as exc:  # the compiler's error is the answer, not a fault of this command
-        now_error = f"{type(exc).__name__}: {headline(str(exc))}"
-        if last.status is PassStatus.FAILED and last.error is not None:
-            recorded_error = f"{last.error.type}: {headline(last.error.message)}"
-            if recorded_error == now_error:
-                print(f"{what}: fails as recorded: {printable(now_error)}")
-                return 0
-            print(f"{what}: fails differently now: {printable(now_error)}\n  recorded: {printable(recorded_error)}")
-        else:
-            print(f"{what}: fails now ({printable(now_error)}); recorded: {'crashed' if last.crashed else last.status.value}")
-        _traceback(exc)
-        _say(note)
-        return 1
+        return 0 if rerun_view.write_replay_error(sys.stdout, what, last, exc, note) else 1
     now = compiler.print_module(mod)
-    if last.status is PassStatus.FAILED or last.crashed:
-        recorded = "the process crashed in it" if last.crashed else f"failed ({printable(last.error.type if last.error else '')})"
-        print(f"{what}: runs without an error now; recorded: {recorded}. The IR it makes now:")
-        sys.stdout.write(now if now.endswith("\n") else now + "\n")
-        return 1
-    recorded = trace.snapshot(last.after or last.before)
-    if now == recorded:
-        print(f"{what}: identical to the recorded output ({len(now.splitlines())} lines)")
-        return 0
-    print(f"{what}: differs from the recorded output (recorded -> now):")
-    color = color_wanted_by(args)
-    TerminalRenderer(sys.stdout, color=color, context=args.context).render_diff(recorded, now)
-    _say(note)
-    return 1
-
-
-def _traceback(exc: BaseException, lines: int = 14) -> None:
-    """The end of the rerun's traceback: where the patched pass failed."""
-    import traceback
-
-    from lower_trace.render.terminal import printable
-
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip().splitlines()
-    for line in text[-lines:]:
-        print(f"    {printable(line)}")
-
-
-def _say(note: str) -> None:
-    if note:
-        print(note)
+    same = rerun_view.write_replay_output(sys.stdout, what, last, now, trace.snapshot, note, color_wanted_by(args), args.context)
+    return 0 if same else 1
 
 
 def _first_at_level(kernel: KernelTrace, until: str | None, trace: Trace) -> str:
@@ -235,7 +196,7 @@ def _last_at_level(kernel: KernelTrace, first: PassRecord) -> PassRecord:
 def add_parsers(sub: Any) -> None:
     rep = sub.add_parser("repro", help="write a failed pass as a standalone script", description=cmd_repro.__doc__)
     add_trace(rep)
-    rep.add_argument("-k", "--kernel", help="kernel id (k1), name or number")
+    add_kernel(rep)
     rep.add_argument("-p", "--pass", dest="pass_", metavar="PASS", help="the pass (default: every failed pass)")
     rep.add_argument("--from", dest="from_", metavar="PASS", help="start from this earlier pass's input and run the passes up to PASS")
     rep.add_argument("-o", "--output", required=True, metavar="FOLDER", help="where to write it (one folder per pass when there are several)")
@@ -243,11 +204,11 @@ def add_parsers(sub: Any) -> None:
 
     play = sub.add_parser("replay", help="rerun a pass on its recorded input and compare", description=cmd_replay.__doc__)
     add_trace(play)
-    play.add_argument("-k", "--kernel", help="kernel id (k1), name or number")
+    add_kernel(play)
     play.add_argument("-p", "--pass", dest="pass_", metavar="PASS", help="the pass to rerun")
     play.add_argument("--from", dest="from_", metavar="PASS", help="rerun from this pass ...")
     play.add_argument("--until", metavar="PASS", help="... to this one (passes of one pipeline level)")
-    play.add_argument("-U", "--context", type=int, default=3, help="lines of context around changes (default 3)")
+    add_context(play)
     add_color(play)
     play.set_defaults(func=cmd_replay)
 

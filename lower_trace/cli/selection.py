@@ -54,6 +54,14 @@ def select_steps(kernels: list[KernelTrace], key: str) -> dict[str, list[PassRec
     return chosen
 
 
+def regex(pattern: str, option: str = "") -> re.Pattern[str]:
+    """A regex the command line gives (after option, if named), or the one-line error it is not one."""
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"{option + ' ' if option else ''}{pattern!r} is not a valid regex ({exc})") from None
+
+
 def no_pass(trace: Trace, key: str, where: str) -> UsageError:
     hint = "" if name_pattern(key) is not None else f" ({key!r} is not a valid regex either)"
     return UsageError(

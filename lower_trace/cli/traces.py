@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from typing import Any
 
-from lower_trace.cli.options import add_color, add_trace, color_wanted_by, print_json
+from lower_trace.cli.options import add_color, add_context, add_kernel, add_trace, color_wanted_by, print_json
 from lower_trace.cli.selection import UsageError, kernels_of, no_pass, select_steps, step_name
-from lower_trace.model import CodegenRecord, EditStatus, KernelState, KernelTrace, Trace, kernel_list
+from lower_trace.model import CodegenRecord, KernelTrace, Trace, kernel_list
 from lower_trace.store.layout import TraceNotFound, list_runs
 from lower_trace.store.reader import load_trace
 
@@ -43,9 +42,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         step = steps[0]
         digest = step.source if isinstance(step, CodegenRecord) else (step.after or step.before)
         if args.json:
-            from lower_trace.render.json_view import kernel_json, step_json
+            from lower_trace.render.json_view import ir_text_json
 
-            print_json({"kernel": kernel_json(kernel), "step": step_json(step, trace.snapshot), "text": trace.snapshot(digest)})
+            print_json(ir_text_json(trace, kernel, step, trace.snapshot(digest)))
             return 0
         renderer.render_snapshot(trace.snapshot(digest))
         return 0
@@ -75,83 +74,32 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """One line per kernel of the latest run (per pass with --passes; per run with --runs)."""
-    from lower_trace.render.terminal import kernel_state, printable, status_label
+    from lower_trace.render import json_view, listing
 
     if args.runs:
         runs = list_runs(args.trace)
         if not runs:
             load_trace(args.trace)  # raises the one-line "no trace here" error
+        loaded = [(run_dir, _loaded(run_dir)) for run_dir in runs]
         if args.json:
-            print_json({"schema": 1, "runs": [_run_entry(run_dir) for run_dir in runs]})
-            return 0
-        loaded: list[tuple[str, Any]] = []
-        for run_dir in runs:
-            try:
-                loaded.append((run_dir, load_trace(run_dir)))
-            except TraceNotFound as exc:
-                loaded.append((run_dir, exc))
-        # A titled run (a test of pytest --lower-trace) shows its title: the node id, as pytest names the test.
-        titles = {run_dir: printable(t.run.title) for run_dir, t in loaded if not isinstance(t, TraceNotFound) and t.run.title}
-        width = max(map(len, titles.values()), default=0)
-        for run_dir, trace in loaded:
-            if isinstance(trace, TraceNotFound):
-                print(f"{'(unreadable)':<19}  {printable(str(trace))}")
-                continue
-            started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(trace.run.started))
-            states = [kernel_state(k) for k in trace.kernels]
-            failed = sum(1 for state in states if state.failed)
-            unfinished = states.count(KernelState.DID_NOT_FINISH)
-            count = len(states)
-            title = f"{titles.get(run_dir, ''):<{width}}  " if width else ""
-            line = f"{started}  {count:>3} {'kernel ' if count == 1 else 'kernels'} {failed:>2} failed  {title}{printable(run_dir)}"
-            print(line + (f"  ({unfinished} did not finish)" if unfinished else ""))
+            print_json(json_view.runs(loaded))
+        else:
+            listing.write_runs(sys.stdout, loaded)
         return 0
     trace = load_trace(args.trace)
     if args.json:
-        from lower_trace.render.json_view import listing
-
-        print_json(listing(trace, args.passes))
-        return 0
-    run = trace.run
-    named = printable(run.title) if run.title else f"script {printable(run.script)}"
-    print(f"run {printable(run.run_id)}  {named}  {printable(trace.path)}")
-    for kernel in trace.kernels:
-        state = kernel_state(kernel)
-        count = len(kernel.passes)
-        failed = f" {kernel.failed_count:>2} failed" if kernel.failed_count or state is KernelState.OK else " " * 10
-        took = "" if state is KernelState.DID_NOT_FINISH else f" {kernel.ms:>8.1f} ms"
-        # Which variant: its working copy, as `lower-trace edits` names it, and what became of it.
-        edited = sorted({c.edit_status.value for c in kernel.codegen if c.edit_status not in (None, EditStatus.SYNCED)})
-        variant = "  " + " ".join([kernel.working_copy, *edited]) if kernel.working_copy else ""
-        print(
-            f"  {kernel.kernel_id:<4} {printable(kernel.name):<24} {printable(kernel.target):<20} {state.value:<14}"
-            f" {count:>3} {'pass  ' if count == 1 else 'passes'} {kernel.changed_count:>3} changed{failed}{took}{printable(variant)}".rstrip()
-        )
-        if args.passes:
-            for step in kernel.steps:
-                if isinstance(step, CodegenRecord):
-                    print(f"      {step.seq:>4} {step.role + ' codegen':<22} {printable(step.function)}  {status_label(step)}")
-                else:
-                    print(f"      {step.seq:>4} {printable(step.phase):<22} {'  ' * step.depth}{printable(step.name)}  {status_label(step)}")
+        print_json(json_view.listing(trace, args.passes))
+    else:
+        listing.write_run(sys.stdout, trace, args.passes)
     return 0
 
 
-def _run_entry(run_dir: str) -> dict[str, object]:
-    """One run of `list --runs --json`: its counts, or why it could not be read."""
-    from lower_trace.render.terminal import kernel_state
-
+def _loaded(run_dir: str) -> Trace | TraceNotFound:
+    """A run of `list --runs`, or why it cannot be read."""
     try:
-        trace = load_trace(run_dir)
+        return load_trace(run_dir)
     except TraceNotFound as exc:
-        return {"path": run_dir, "error": str(exc)}
-    states = [kernel_state(k) for k in trace.kernels]
-    entry: dict[str, object] = {
-        "path": run_dir, "run_id": trace.run.run_id, "started": trace.run.started, "kernels": len(states),
-        "failed": sum(1 for state in states if state.failed), "unfinished": states.count(KernelState.DID_NOT_FINISH),
-    }
-    if trace.run.title:
-        entry["title"] = trace.run.title
-    return entry
+        return exc
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -188,25 +136,19 @@ def cmd_report(args: argparse.Namespace) -> int:
 def show_timing(trace: Trace, kernels: list[KernelTrace], as_json: bool) -> int:
     """`show --timing`: one kernel's steps with their time and IR size; for several, the slowest
     step names over them (the report's two timing charts)."""
-    from lower_trace.render import timing_view
-    from lower_trace.render.json_view import SCHEMA, kernel_json, run_json
+    from lower_trace.render import json_view, timing_view
 
     if as_json:
-        entries = [{**kernel_json(k), "timing": timing_view.kernel_timing_json(k, trace.snapshot)} for k in kernels]
-        print_json({"schema": SCHEMA, "run": run_json(trace), "totals": timing_view.run_timing_json(kernels), "kernels": entries})
-        return 0
-    if len(kernels) == 1:
-        timing_view.write_kernel_table(sys.stdout, kernels[0], trace.snapshot)
+        print_json(json_view.timing_json(trace, kernels))
     else:
-        timing_view.write_run_table(sys.stdout, kernels)
-        print(f"one kernel's steps: lower-trace show --timing -k KERNEL {trace.path}")
+        timing_view.write_timing(sys.stdout, trace, kernels)
     return 0
 
 
 def add_parsers(sub: Any) -> None:
     show = sub.add_parser("show", help="print a trace's passes and diffs", description=cmd_show.__doc__)
     add_trace(show)
-    show.add_argument("-k", "--kernel", help="kernel id (k1), name or number")
+    add_kernel(show)
     which = show.add_mutually_exclusive_group()
     which.add_argument("-p", "--pass", dest="pass_", metavar="PASS", help="only this pass (sequence number or name)")
     which.add_argument("--ir", metavar="PASS", help="print the IR after PASS (the IR it received, if it failed; the source, for codegen)")
@@ -214,7 +156,7 @@ def add_parsers(sub: Any) -> None:
     show.add_argument("--changed", action="store_true", help="hide passes that changed nothing")
     show.add_argument("--no-diff", action="store_true", help="the pass table only (no diffs, no generated source)")
     show.add_argument("--no-source", action="store_true", help="do not print generated source")
-    show.add_argument("-U", "--context", type=int, default=3, help="lines of context around changes (default 3)")
+    add_context(show)
     add_color(show)
     show.add_argument("--json", action="store_true", help="the kernels and their steps as JSON (with -p, the IR texts too)")
     show.set_defaults(func=cmd_show)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from lower_trace.analysis.compare import Comparison, config_difference
 from lower_trace.analysis.configs import config_changes
 from lower_trace.model import KernelTrace, PassRecord, PassStatus, to_json
+from lower_trace.render.json_view import pass_ref
 from lower_trace.render.terminal import TerminalRenderer, printable
-from lower_trace.text_safety import headline
+from lower_trace.text_safety import headline, plural
 
 
 def _pass(record: PassRecord | None) -> str:
@@ -18,13 +20,19 @@ def _pass(record: PassRecord | None) -> str:
 
 
 def _kernel(label: str, where: str, kernel: KernelTrace) -> str:
-    return f"{label}: {printable(where)} {kernel.kernel_id} {printable(kernel.name)}  [{printable(kernel.target or '?')}]  {len(kernel.passes)} passes"
+    passes = plural(len(kernel.passes), "pass", "passes")
+    return f"{label}: {printable(where)} {kernel.kernel_id} {printable(kernel.name)}  [{printable(kernel.target or '?')}]  {passes}"
 
 
 def config_text(a: KernelTrace, b: KernelTrace) -> str:
     """'tl.disable_shuffle_elect: A unset, B True' for each config the two compiles differ in."""
     shown = lambda value: "unset" if value is None else repr(value) if isinstance(value, str) else str(value)  # noqa: E731
     return "; ".join(f"{key}: A {shown(va)}, B {shown(vb)}" for key, (va, vb) in config_difference(a, b).items())
+
+
+def write_pairs(stream: TextIO, pairs: Sequence[tuple[KernelTrace, KernelTrace]]) -> None:
+    """Several kernels on each side: which is compared with which."""
+    stream.write(f"{len(pairs)} pairs, compared in order: " + ", ".join(f"{a.kernel_id}~{b.kernel_id}" for a, b in pairs) + "\n")
 
 
 def render(stream: TextIO, result: Comparison, a: tuple[str, KernelTrace], b: tuple[str, KernelTrace], color: bool | None = None, context: int = 3) -> None:
@@ -93,10 +101,7 @@ def renaming_text(renamed: tuple[tuple[str, str], ...], limit: int = 8) -> str:
 
 def as_json(result: Comparison, a: tuple[str, KernelTrace], b: tuple[str, KernelTrace]) -> dict[str, Any]:
     """The comparison for tools (the schema is in docs/usage.md, "Comparing two compiles")."""
-
-    def ref(record: PassRecord | None) -> dict[str, Any] | None:
-        return None if record is None else {"seq": record.seq, "name": record.name, "phase": record.phase, "depth": record.depth}
-
+    ref = pass_ref
     divergence = result.divergence
     return {
         "a": {"run": a[0], "kernel": a[1].kernel_id, "name": a[1].name},

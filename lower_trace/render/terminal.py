@@ -79,7 +79,7 @@ def _ms(record: PassRecord) -> str:
 def _summary(kernel: KernelTrace) -> str:
     """The header's counts: a failed compile names what failed, a killed one that it did not finish."""
     count = len(kernel.passes)
-    parts = [f"{count} {'pass' if count == 1 else 'passes'}", f"{kernel.changed_count} changed"]
+    parts = [plural(count, "pass", "passes"), f"{kernel.changed_count} changed"]
     state = kernel_state(kernel)
     if kernel.failed_count or state is KernelState.OK:
         parts.append(f"{kernel.failed_count} failed")

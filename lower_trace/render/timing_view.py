@@ -1,14 +1,14 @@
-"""`lower-trace show --timing`: the report's timing chart as a table (or JSON), from analysis/timing.py."""
+"""`lower-trace show --timing`: the report's timing charts as tables, from analysis/timing.py (the JSON: json_view.timing)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, TextIO
+from typing import TextIO
 
 from lower_trace.analysis.timing import BETWEEN, StepTime, compile_split, ir_lines, kernel_timing, run_timing, slowest
-from lower_trace.model import KernelTrace, PassRecord, PassStatus
-from lower_trace.render.terminal import plural, printable
+from lower_trace.model import KernelTrace, PassRecord, PassStatus, Trace
+from lower_trace.text_safety import plural, printable
 
 TextOf = Callable[[str], str]
 SLOWEST = 10  # steps named under a kernel's table; names in a run's table
@@ -23,6 +23,15 @@ def ms_text(value: float) -> str:
 def _timed(time: StepTime) -> bool:
     """A failed pass has no meaningful time (it ends when TVM has built the error): left blank."""
     return getattr(time.step, "status", None) not in (PassStatus.FAILED, PassStatus.INCOMPLETE)
+
+
+def write_timing(out: TextIO, trace: Trace, kernels: Sequence[KernelTrace]) -> None:
+    """One kernel: its steps' table; several: the step names' table over them, and how to see one."""
+    if len(kernels) == 1:
+        write_kernel_table(out, kernels[0], trace.snapshot)
+    else:
+        write_run_table(out, kernels)
+        out.write(f"one kernel's steps: lower-trace show --timing -k KERNEL {trace.path}\n")
 
 
 def write_kernel_table(out: TextIO, kernel: KernelTrace, text_of: TextOf) -> None:
@@ -64,35 +73,3 @@ def write_run_table(out: TextIO, kernels: Sequence[KernelTrace], limit: int | No
         )
     if len(shown) < len(totals):
         out.write(f"... and {plural(len(totals) - len(shown), 'more step name')} (--json lists them all)\n")
-
-
-def kernel_timing_json(kernel: KernelTrace, text_of: TextOf) -> list[dict[str, Any]]:
-    return [
-        {
-            "seq": t.seq,
-            "name": t.name,
-            "kind": "pass" if isinstance(t.step, PassRecord) else "codegen",
-            "depth": t.depth,
-            "parent": getattr(t.step, "parent", None),
-            "ms": t.ms,
-            "self_ms": t.self_ms,
-            "at": t.at,
-            "ir_lines": ir_lines(t.step, text_of),
-        }
-        for t in kernel_timing(kernel)
-    ]
-
-
-def run_timing_json(kernels: Sequence[KernelTrace]) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": t.name,
-            "self_ms": t.self_ms,
-            "calls": t.calls,
-            "kernels": t.kernels,
-            "max_self_ms": t.max_self_ms,
-            "max_kernel": t.max_kernel,
-            "max_seq": t.max_seq,
-        }
-        for t in run_timing(kernels)
-    ]

@@ -24,10 +24,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from lower_trace.config import ENV_BISECT, ENV_DIR, ENV_MODE, ENV_REPLAY
-from lower_trace.model import KernelStatus, KernelTrace, PassRecord, PassStatus, Trace
+from lower_trace.model import BisectAnswer, BisectRun, KernelStatus, KernelTrace, PassRecord, PassStatus, Trace
 from lower_trace.store.layout import TraceNotFound
 from lower_trace.store.reader import load_trace
 
@@ -45,31 +44,6 @@ class CannotRun(Exception):
     """The check's command cannot be started (no such program, not executable)."""
 
 
-@dataclass
-class Step:
-    """One run of the check: under which limit, what it said, and the trace it left."""
-
-    limit: int | None
-    verdict: str  # good, bad, or broken (the compile failed: a required pass was skipped)
-    exit_code: int
-    trace: Trace | None
-    counted: int  # passes the gate numbered in this run
-    seconds: float
-
-
-@dataclass
-class Answer:
-    kind: str  # found, always-good, always-bad, broken (the check cannot run even with every pass)
-    culprit: PassRecord | None = None
-    kernel: KernelTrace | None = None
-    good: Step | None = None
-    bad: Step | None = None
-    runs: int = 0
-    required: tuple[str, ...] = ()
-    untested: tuple[str, ...] = ()  # passes that ran in every run: never skipped, so never tested
-    steps: list[Step] = field(default_factory=list)
-
-
 class Bisector:
     def __init__(
         self, command: Sequence[str], workdir: str, kernel: str = "", required: Sequence[str] = KNOWN_REQUIRED,
@@ -82,7 +56,7 @@ class Bisector:
         self.say = say
         self.timeout = timeout
         self.learn_limit = learn_limit
-        self.steps: list[Step] = []
+        self.steps: list[BisectRun] = []
         self.total = 0
         self.expected = 0  # runs a bisection takes when nothing has to be learned
 
@@ -96,7 +70,7 @@ class Bisector:
         env.update({ENV_MODE: "html", ENV_DIR: folder, ENV_BISECT: self.plan(limit, configs), "TILELANG_DISABLE_CACHE": "1"})
         return env
 
-    def run(self, limit: int | None, label: str, configs: dict[str, object] | None = None) -> Step:
+    def run(self, limit: int | None, label: str, configs: dict[str, object] | None = None) -> BisectRun:
         number = len(self.steps) + 1
         folder = os.path.join(self.workdir, f"run-{number:02d}-{'all' if limit is None else limit}")
         os.makedirs(folder, exist_ok=True)
@@ -123,7 +97,7 @@ class Bisector:
             verdict = "broken"  # the config stopped the compile (unknown here, wrong type, ...): not a wrong result
         else:
             verdict = "broken" if self._broken(trace) else "good" if code == 0 else "bad"
-        step = Step(limit, verdict, code, trace, counted, seconds)
+        step = BisectRun(limit, verdict, code, trace, counted, seconds)
         self.steps.append(step)
         about = f" of about {self.expected}" if self.expected else ""
         self.say(f"run {number}{about}: {label}: {verdict} (exit {code}, {seconds:.1f} s)")
@@ -139,21 +113,21 @@ class Bisector:
 
     # --- the search ------------------------------------------------------------------
 
-    def bisect(self) -> Answer:
+    def bisect(self) -> BisectAnswer:
         full = self.run(None, "every pass")
         if full.verdict == "timeout":
-            return Answer("timeout", bad=full, runs=len(self.steps), steps=self.steps)
+            return BisectAnswer("timeout", bad=full, runs=len(self.steps), steps=self.steps)
         if full.trace is None or full.counted == 0:
-            return Answer("untraced", runs=len(self.steps), steps=self.steps)
+            return BisectAnswer("untraced", runs=len(self.steps), steps=self.steps)
         self.total = full.counted
         self.expected = 3 + math.ceil(math.log2(max(self.total, 2)))
         if any(k.status is not KernelStatus.OK for k in full.trace.kernels):
-            return Answer("broken", bad=full, runs=len(self.steps), steps=self.steps)
+            return BisectAnswer("broken", bad=full, runs=len(self.steps), steps=self.steps)
         if full.verdict == "good":
-            return Answer("always-good", good=full, runs=len(self.steps), steps=self.steps, required=tuple(self.required))
+            return BisectAnswer("always-good", good=full, runs=len(self.steps), steps=self.steps, required=tuple(self.required))
         low = self._settle(0)
         if low.verdict == "bad":
-            return Answer("always-bad", bad=low, runs=len(self.steps), steps=self.steps, required=tuple(self.required), untested=self._untested(full))
+            return BisectAnswer("always-bad", bad=low, runs=len(self.steps), steps=self.steps, required=tuple(self.required), untested=self._untested(full))
         good, bad = low, full
         lo, hi = 0, self.total
         while hi - lo > 1:
@@ -166,14 +140,14 @@ class Bisector:
         if bad.limit is None or bad.limit != hi:  # the bad end is the full run: run at hi for its trace
             bad = self._settle(hi)
         culprit, kernel = _at_ordinal(bad.trace, hi)
-        return Answer(
+        return BisectAnswer(
             "found", culprit, kernel, good, bad, len(self.steps), tuple(self.required), self._untested(full), self.steps,
         )
 
     def label(self, limit: int) -> str:
         return f"passes 1-{limit} of {self.total}" if limit else f"none of the {self.total} passes but the required ones"
 
-    def _settle(self, limit: int, label: str = "") -> Step:
+    def _settle(self, limit: int, label: str = "") -> BisectRun:
         """Run at limit; while the compile breaks, learn a required pass and run again."""
         label = label or self.label(limit)
         step = self.run(limit, label)
@@ -206,11 +180,11 @@ class Bisector:
         self.required.append(record.name)
         return record.name
 
-    def _untested(self, full: Step) -> tuple[str, ...]:
+    def _untested(self, full: BisectRun) -> tuple[str, ...]:
         """The passes of the full run that ran, as often as there, in every run: never skipped
         (required ones, and what else always ran), so never tested. A pass missing from a run
         (skipped, or nested in a skipped pass) was tested by it."""
-        def ran(step: Step) -> collections.Counter[str]:
+        def ran(step: BisectRun) -> collections.Counter[str]:
             kernels = step.trace.kernels if step.trace else ()
             return collections.Counter(p.name for k in kernels for p in k.passes if p.ordinal and p.status is not PassStatus.SKIPPED)
 
@@ -222,7 +196,7 @@ class Bisector:
             always = collections.Counter({name: n for name, n in always.items() if counts[name] >= n})
         return tuple(always)
 
-    def try_configs(self, keys: Sequence[str]) -> tuple[Step, list[tuple[str, Step]]]:
+    def try_configs(self, keys: Sequence[str]) -> tuple[BisectRun, list[tuple[str, BisectRun]]]:
         """The check with every pass, then with each config switched on alone: which flip it."""
         base = self.run(None, "as it is")
         tried = [(key, self.run(None, f"{key}=True", {key: True})) for key in keys]

@@ -2,17 +2,19 @@
 user's program -- ``input.json`` (the IR the pass received, TVM's own JSON), ``repro.py``
 (plain Python: needs TileLang or TVM, not lower-trace) and ``error.txt`` (what failed).
 
-Pure: the text of the script is built from recorded data (how to build each pass is
-worked out by the integrations: integrations/replay.py's pass_build). ``repro.py`` carries
-a copy of integrations/tilelang_layout_restore.py, which brings TileLang layouts back
-exactly. Capture writes one for every failed pass (capture/session.py); ``lower-trace
-repro`` writes one from a stored trace.
+Pure: the script is rerun/repro_template.py (a module ruff and pyright check) filled in
+with recorded data (how to build each pass is worked out by the integrations:
+integrations/replay.py's pass_build). ``repro.py`` carries a copy of
+integrations/tilelang_layout_restore.py, which brings TileLang layouts back exactly.
+Capture writes one for every failed pass (capture/session.py); ``lower-trace repro``
+writes one from a stored trace.
 """
 
 from __future__ import annotations
 
 import os
 import pprint
+import re
 from collections.abc import Sequence
 from importlib import resources
 
@@ -25,6 +27,7 @@ from lower_trace.text_safety import headline
 INPUT = "input.json"
 SCRIPT = "repro.py"
 ERROR = "error.txt"
+TEMPLATE = "repro_template.py"  # the script, with its placeholders (next to this module)
 
 
 def folder(run_dir: str, kernel_id: str, seq: int, name: str) -> str:
@@ -59,11 +62,8 @@ def _first_line(error: ErrorInfo | None) -> str:
 
 
 def script(spec: ReproSpec) -> str:
-    """The text of repro.py."""
-    tilelang = "tilelang" in spec.versions
+    """The text of repro.py: repro_template.py filled in with spec."""
     versions = ", ".join(f"{name} {version}" for name, version in spec.versions.items()) or "unknown"
-    modules = sorted({module for build in spec.passes for module in build.imports} - {"tvm"})
-    names = " -> ".join(build.name for build in spec.passes)
     note = f"\n{spec.why}\n" if spec.why else ""
     if spec.error is not None:
         what = f"{spec.failed} failed on kernel {spec.kernel}.\n\nRecorded with {versions}.\nError: {_first_line(spec.error)}\n"
@@ -71,82 +71,102 @@ def script(spec: ReproSpec) -> str:
     else:
         what = f"{spec.failed} on kernel {spec.kernel}, rerun (it did not fail when traced).\n\nRecorded with {versions}.\n"
         expect = "It prints the IR the passes make."
-    header = (
-        f'"""Reproducer written by lower-trace: {what}{note}\n'
-        f"Run it where the same compiler is installed:  python repro.py\n"
-        f"It loads the IR {spec.first} received ({INPUT}: TVM's JSON, source spans kept; TileLang layouts\n"
-        f"are brought back exactly) and runs {names} on it, under the original target and pass configs.\n{expect}\n"
-        '"""\n'
-    )
-    imports = "import tilelang  # noqa: F401  (registers TileLang's passes and IR nodes)\nfrom tilelang import tvm\n" if tilelang else "import tvm\n"
-    imports += "".join(f"import {module}\n" for module in modules)
-    configs = pprint.pformat(dict(spec.context.get("configs") or {}), sort_dicts=True)
-    target = spec.context.get("target") or ""
-    listing = "".join(f"        {build.expression},\n" for build in spec.passes)
-    return (
-        header
-        + "\nimport importlib  # noqa: F401  (the passes' arguments may name modules through it)\nimport json\nimport os\nimport sys\n\n"
-        + imports
-        + f"\nHERE = os.path.dirname(os.path.abspath(__file__))\nPASS_CONFIGS = {configs}\nTARGET = {target!r}  # TVM's JSON of the target (and its host)\n"
-        + f"\n\ndef build_passes():\n    return [\n{listing}    ]\n"
-        + (_find_pass() if any(build.expression.startswith("find_pass(") for build in spec.passes) else "")
-        + _layout_restore()
-        + _MAIN.replace("{INPUT}", INPUT)
-    )
+    texts = {
+        "SUMMARY": (what + note)[:-1],  # the template's blank line follows it
+        "FIRST": spec.first,
+        "INPUT": INPUT,
+        "NAMES": " -> ".join(build.name for build in spec.passes),
+        "EXPECT": expect,
+        "CONFIGS": pprint.pformat(dict(spec.context.get("configs") or {}), sort_dicts=True),
+        "TARGET": repr(spec.context.get("target") or ""),
+        "FACTORY_MODULES": repr(FACTORY_MODULES),
+        "ANONYMOUS": repr(ANONYMOUS),
+    }
+    lines = {
+        "MODULE_IMPORTS": [f"import {module}" for module in sorted({module for build in spec.passes for module in build.imports} - {"tvm"})],
+        "PASSES": [f"{build.expression}," for build in spec.passes],
+        "LAYOUT_RESTORE": _layout_restore().splitlines(),
+    }
+    switches = {
+        "TILELANG": "tilelang" in spec.versions,
+        "FIND_PASS": any(build.expression.startswith("find_pass(") for build in spec.passes),
+    }
+    return fill(_template(), texts, lines, switches)
+
+
+def _template() -> str:
+    return resources.files("lower_trace").joinpath("rerun").joinpath(TEMPLATE).read_text(encoding="utf-8")
 
 
 def _layout_restore() -> str:
-    """integrations/tilelang_layout_restore.py, as the script's own code (it needs no lower-trace)."""
+    """integrations/tilelang_layout_restore.py without its module docstring: the script's own copy (it needs no lower-trace)."""
     source = resources.files("lower_trace").joinpath("integrations").joinpath("tilelang_layout_restore.py").read_text(encoding="utf-8")
-    body = source.split('"""', 2)[2].lstrip("\n")  # without its module docstring
-    return "\n\n# --- TileLang layouts brought back exactly (a copy of lower-trace's tilelang_layout_restore.py) ---\n\n" + body
+    return source.split('"""', 2)[2].lstrip("\n")
 
 
-_FIND_PASS = '''
+_TOKEN = re.compile(r"FILL_([A-Z_]+)")
+_LINES = re.compile(r"(\s*)# FILL_([A-Z_]+)\b.*")
+_SWITCH = re.compile(r"if FILL_([A-Z_]+):")
 
-def find_pass(name):
-    """The pass TVM calls `name`, built with no arguments by a factory of that name."""
-    import importlib
 
-    short = name.rsplit(".", 1)[-1]
-    for module_name in {FACTORY_MODULES}:
-        try:
-            factory = getattr(importlib.import_module(module_name), short)
-            built = factory()
-        except Exception:
+def fill(template: str, texts: dict[str, str], lines: dict[str, list[str]], switches: dict[str, bool]) -> str:
+    """The template's text as its header says (repro_template.py): its notes and stand-ins left
+    out, its `if FILL_X:` blocks resolved, its `# FILL_X` lines and FILL_X tokens replaced. Each
+    template line is read once: what is filled in is never searched for tokens."""
+    source = template.splitlines()
+    while source and source[0].startswith("#"):  # the notes on the template
+        source.pop(0)
+    kept: list[str] = []
+    skipping = False
+    for line in source:
+        if line.startswith(("# <template only>", "# </template only>")):
+            skipping = not line.startswith("# </")
+        elif not skipping:
+            kept.append(line)
+    out: list[str] = []
+    for line in _resolve(kept, switches):
+        many = _LINES.fullmatch(line)
+        if many is not None:
+            out.extend(many.group(1) + item if item else "" for item in lines[many.group(2)])
+        else:
+            out.append(_TOKEN.sub(lambda token: texts[token.group(1)], line))
+    return "\n".join(out) + "\n"
+
+
+def _resolve(lines: list[str], switches: dict[str, bool]) -> list[str]:
+    """`if FILL_X:` / `else:` blocks replaced by the body that X chooses, dedented; a block that
+    leaves nothing takes the blank lines before it along."""
+    out: list[str] = []
+    at = 0
+    while at < len(lines):
+        switch = _SWITCH.fullmatch(lines[at])
+        if switch is None:
+            out.append(lines[at])
+            at += 1
             continue
-        if str(built.info.name) == name or (str(built.info.name) in {ANONYMOUS} and short == name):
-            return built
-    sys.exit(f"no Python factory builds the pass {name!r} here (it takes arguments, or exists only in C++)")
-'''
-
-def _find_pass() -> str:
-    return _FIND_PASS.replace("{FACTORY_MODULES}", repr(FACTORY_MODULES)).replace("{ANONYMOUS}", repr(ANONYMOUS))
-
-
-_MAIN = '''
-
-def main():
-    with open(os.path.join(HERE, "{INPUT}"), encoding="utf-8") as handle:
-        text = handle.read()
-    mod, note = restore_layouts(tvm.ir.load_json(text), text)
-    if note:
-        print(f"note: {note}", file=sys.stderr)
-    target = tvm.target.Target(json.loads(TARGET)) if TARGET else None
-    with tvm.transform.PassContext(config=PASS_CONFIGS):
-        for one_pass in build_passes():
-            if target is not None:
-                with target:
-                    mod = one_pass(mod)
-            else:
-                mod = one_pass(mod)
-    print(mod.script())
-    print("the passes ran without an error", file=sys.stderr)
+        body, at = _block(lines, at + 1)
+        other: list[str] = []
+        if at < len(lines) and lines[at] == "else:":
+            other, at = _block(lines, at + 1)
+        chosen = body if switches[switch.group(1)] else other
+        if not chosen:
+            while out and not out[-1]:
+                out.pop()
+        out.extend(_resolve(chosen, switches))
+    return out
 
 
-if __name__ == "__main__":
-    main()
-'''
+def _block(lines: list[str], at: int) -> tuple[list[str], int]:
+    """The body starting at `at` (dedented, without blank lines at its ends) and the line after it."""
+    end = at
+    while end < len(lines) and (not lines[end] or lines[end].startswith("    ")):
+        end += 1
+    while end > at and not lines[end - 1]:
+        end -= 1
+    body = [line[4:] for line in lines[at:end]]
+    while body and not body[0]:
+        body.pop(0)
+    return body, end
 
 
 def spec_for(trace: Trace, kernel: KernelTrace, record: PassRecord, passes: Sequence[PassBuild], why: str = "") -> ReproSpec:

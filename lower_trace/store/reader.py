@@ -26,6 +26,7 @@ from lower_trace.model import (
     run_from_json,
 )
 from lower_trace.store.layout import FORMAT_VERSION, IR, MANIFEST, SNAPSHOTS, TraceNotFound, find_run_dir, unpack_ir
+from lower_trace.text_safety import plural
 
 
 class TraceDamaged(UserWarning):
@@ -59,7 +60,7 @@ def _read_lines(path: str, damaged: list[int]) -> Iterator[tuple[int, dict[str, 
 def _damage(path: str, damaged: list[int], consequence: str) -> str:
     shown = ", ".join(map(str, damaged[:5])) + (", ..." if len(damaged) > 5 else "")
     count = len(damaged)
-    return f"{path}: {count} damaged {'line' if count == 1 else 'lines'} skipped (line {shown}); {consequence}"
+    return f"{path}: {plural(count, 'damaged line')} skipped (line {shown}); {consequence}"
 
 
 def load_trace(path: str) -> Trace:

@@ -32,7 +32,7 @@
  * @typedef {Object} LTRules
  * @property {string} unsafe  the terminal's unsafe characters as a character class for a regex with the u flag
  * @property {string} between  what the compile time outside the steps is
- * @property {Object<string, {text: string, badge: boolean}>} edit  per edit status (edits.outcome.EditStatus): its meaning, and whether it is badged
+ * @property {Object<string, {text: string, badge: boolean}>} edit  per edit status (model.EditStatus): its meaning, and whether it is badged
  * @property {LTKernelStates} state  model.KernelState: the label of each state
  */
 
@@ -122,7 +122,7 @@
  * @property {string} [tir]  digests of snapshots
  * @property {string} [source]
  * @property {string} [generated]
- * @property {string} [edit_status]  edits.outcome.EditStatus
+ * @property {string} [edit_status]  model.EditStatus
  * @property {string} [edit_path]
  * @property {string} [edit_backup]
  */
