@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 try:  # TileLang's TVM is importable once TileLang is
-    import tilelang  # noqa: F401
+    import tilelang
 except ImportError:
     pass
 import tvm
