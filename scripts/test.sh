@@ -16,9 +16,9 @@ for flavor in $MATRIX; do
     failed+=("$flavor (environment)"); continue
   fi
   case "$flavor" in
-    tilelang-0.1.15) tests=(-n 2 testing "$@") ;;  # both cores: the tests compile real kernels
-    tilelang-0.1.*)  tests=(testing/test_legacy_tilelang.py) ;;
-    tvm-*)           tests=(testing/test_plain_tvm.py testing/test_config.py testing/test_diff.py testing/test_store.py testing/test_cli_and_terminal.py) ;;
+    tilelang-0.1.15) tests=(-n 2 testing/unit testing/integration testing/browser "$@") ;;  # both cores: the tests compile real kernels
+    tilelang-0.1.*)  tests=(testing/integration/test_legacy_tilelang.py) ;;
+    tvm-*)           tests=(testing/integration/test_plain_tvm.py testing/unit) ;;
   esac
   if [ "$flavor" = tilelang-0.1.15 ]; then
     echo "=== lower-trace lint: ruff check, pyright"

@@ -18,8 +18,8 @@ from lower_trace.analysis.blame import blame_lines, final_text, history, pattern
 pytest.importorskip("tilelang")
 
 import kernels  # noqa: E402
-from conftest import lower_trace_cli  # noqa: E402
 from report_fixtures import lcs  # noqa: E402
+from support import lower_trace_cli  # noqa: E402
 
 
 @pytest.fixture

@@ -8,8 +8,9 @@ import subprocess
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPTS = os.path.join(os.path.dirname(HERE), "scripts")
+from support import ROOT
+
+SCRIPTS = os.path.join(ROOT, "scripts")
 
 # The interpreter the scripts build venvs with: `-m venv DIR` makes DIR/bin/python (itself) and
 # stand-ins for the console scripts; every call is logged, one line each.
