@@ -5,26 +5,38 @@
 #   bash scripts/test.sh -k report
 # LOWER_TRACE_MATRIX picks flavors (default: all four), e.g. LOWER_TRACE_MATRIX=tilelang-0.1.15
 # A browser that cannot be installed skips only the report's browser tests, and the run says why.
+#
+# The tiers (testing/unit, integration, browser) run in the tilelang-0.1.15 venv on both cores
+# (pytest-xdist). Once that venv is ready, the other flavors are built and tested alongside it
+# (their builds wait on the network, their suites are short); their output follows its output.
+# LOWER_TRACE_SERIAL=1 runs one flavor after another instead.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 MATRIX="${LOWER_TRACE_MATRIX:-tilelang-0.1.15 tilelang-0.1.13 tilelang-0.1.9 tvm-0.27}"
-failed=()
-for flavor in $MATRIX; do
+LOGS="$(mktemp -d "${TMPDIR:-/tmp}/lower-trace-tests.XXXXXX")"
+trap 'rm -rf "$LOGS"' EXIT
+: > "$LOGS/failed"  # one failed part per line, from every job
+
+# flavor_run FLAVOR [PYTEST ARGS]: build (or reuse) the flavor's venv, then run its tests.
+flavor_run() {
+  local flavor="$1" started VENV tests
+  shift
   started=$(date +%s)
   if ! VENV="$(bash "$ROOT/scripts/env.sh" --test "$flavor")"; then
-    failed+=("$flavor (environment)"); continue
+    echo "$flavor (environment)" >> "$LOGS/failed"
+    return
   fi
   case "$flavor" in
-    tilelang-0.1.15) tests=(-n 2 testing/unit testing/integration testing/browser "$@") ;;  # both cores: the tests compile real kernels
+    tilelang-0.1.15) tests=(-n 2 --dist worksteal testing/unit testing/integration testing/browser "$@") ;;  # both cores: the tests compile real kernels
     tilelang-0.1.*)  tests=(testing/integration/test_legacy_tilelang.py) ;;
     tvm-*)           tests=(testing/integration/test_plain_tvm.py testing/unit) ;;
   esac
   if [ "$flavor" = tilelang-0.1.15 ]; then
-    echo "=== lower-trace lint: ruff check, pyright"
-    # Findings fail the run; the tests still run, so one run shows everything.
-    "$VENV/bin/ruff" check --no-cache . || failed+=("ruff")
-    PYRIGHT_PYTHON_IGNORE_WARNINGS=1 "$VENV/bin/pyright" --project "$ROOT" --pythonpath "$VENV/bin/python" || failed+=("pyright")
+    others_start
+    # Lint alongside the tests (findings fail the run; the tests still run, so one run shows everything).
+    lint "$VENV" > "$LOGS/lint.log" 2>&1 &
+    LINT=$!
     if [ -s "$ROOT/.venvs/.no-browser" ] && [ ! -x /usr/bin/chromium ]; then
       export LOWER_TRACE_NO_BROWSER_REASON="$(cat "$ROOT/.venvs/.no-browser")"
       echo "=== lower-trace: BROWSER TESTS WILL BE SKIPPED: $LOWER_TRACE_NO_BROWSER_REASON"
@@ -34,10 +46,40 @@ for flavor in $MATRIX; do
   # pytest (not python -m pytest): the tests import the installed package, not the checkout.
   # -rs: every skipped test says why.
   if ! "$VENV/bin/pytest" -p no:cacheprovider -rs "${tests[@]}"; then
-    failed+=("$flavor")
+    echo "$flavor" >> "$LOGS/failed"
+  fi
+  if [ "$flavor" = tilelang-0.1.15 ]; then
+    wait "$LINT"
+    echo "=== lower-trace lint: ruff check, pyright"
+    cat "$LOGS/lint.log"
   fi
   echo "=== $flavor took $(( $(date +%s) - started )) s"
-done
+}
+
+lint() {
+  "$1/bin/ruff" check --no-cache . || echo "ruff" >> "$LOGS/failed"
+  PYRIGHT_PYTHON_IGNORE_WARNINGS=1 "$1/bin/pyright" --project "$ROOT" --pythonpath "$1/bin/python" || echo "pyright" >> "$LOGS/failed"
+}
+
+# The flavors other than tilelang-0.1.15, one after another in the background, each into its log.
+OTHERS=()
+for flavor in $MATRIX; do [ "$flavor" = tilelang-0.1.15 ] || OTHERS+=("$flavor"); done
+OTHERS_PID=""
+others_start() {
+  [ "${LOWER_TRACE_SERIAL:-0}" = 1 ] || [ ${#OTHERS[@]} = 0 ] && return
+  echo "=== lower-trace: ${OTHERS[*]} built and tested alongside (their output follows)"
+  ( for flavor in "${OTHERS[@]}"; do flavor_run "$flavor" > "$LOGS/$flavor.log" 2>&1; done ) &
+  OTHERS_PID=$!
+}
+
+[[ " $MATRIX " == *" tilelang-0.1.15 "* ]] && flavor_run tilelang-0.1.15 "$@"
+if [ -n "$OTHERS_PID" ]; then
+  wait "$OTHERS_PID"
+  for flavor in "${OTHERS[@]}"; do cat "$LOGS/$flavor.log"; done
+else  # serial, or tilelang-0.1.15 is not in the matrix or its venv could not be built
+  for flavor in "${OTHERS[@]}"; do flavor_run "$flavor"; done
+fi
+mapfile -t failed < "$LOGS/failed"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "lower-trace tests FAILED in: ${failed[*]}"
   exit 1
