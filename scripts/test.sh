@@ -7,9 +7,10 @@
 # A browser that cannot be installed skips only the report's browser tests, and the run says why.
 #
 # The tiers (testing/unit, integration, browser) run in the tilelang-0.1.15 venv on both cores
-# (pytest-xdist). Once that venv is ready, the other flavors are built and tested alongside it
-# (their builds wait on the network, their suites are short); their output follows its output.
-# LOWER_TRACE_SERIAL=1 runs one flavor after another instead.
+# (pytest-xdist). The other flavors are built and tested alongside, one after another, from the
+# start: a venv build (pip) keeps one core busy, so while the 0.1.15 venv is built the other core
+# builds theirs, and their short suites fill what the 0.1.15 run leaves idle. Their output follows
+# its output. LOWER_TRACE_SERIAL=1 runs one flavor after another instead.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -33,7 +34,6 @@ flavor_run() {
     tvm-*)           tests=(testing/integration/test_plain_tvm.py testing/unit) ;;
   esac
   if [ "$flavor" = tilelang-0.1.15 ]; then
-    others_start
     # Lint alongside the tests (findings fail the run; the tests still run, so one run shows everything).
     lint "$VENV" > "$LOGS/lint.log" 2>&1 &
     LINT=$!
@@ -72,11 +72,14 @@ others_start() {
   OTHERS_PID=$!
 }
 
-[[ " $MATRIX " == *" tilelang-0.1.15 "* ]] && flavor_run tilelang-0.1.15 "$@"
+if [[ " $MATRIX " == *" tilelang-0.1.15 "* ]]; then
+  others_start
+  flavor_run tilelang-0.1.15 "$@"
+fi
 if [ -n "$OTHERS_PID" ]; then
   wait "$OTHERS_PID"
   for flavor in "${OTHERS[@]}"; do cat "$LOGS/$flavor.log"; done
-else  # serial, or tilelang-0.1.15 is not in the matrix or its venv could not be built
+else  # serial, or tilelang-0.1.15 is not in the matrix
   for flavor in "${OTHERS[@]}"; do flavor_run "$flavor"; done
 fi
 mapfile -t failed < "$LOGS/failed"
