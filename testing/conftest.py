@@ -1,5 +1,9 @@
-"""Shared fixtures. Integration tests lower real TileLang kernels (CUDA source is
-generated on the CPU); they are skipped only where TileLang is not installed.
+"""Fixtures of every tier. The tiers: unit/ (no TileLang, no browser: seconds; runs in a venv
+with only the `test` extra), integration/ (real compiles), browser/ (the report in Chromium).
+
+Nothing here imports TileLang, TVM or playwright at import time: the unit tier runs without
+them. The compile fixtures below, shared by the integration and browser tiers, import TileLang
+when a test asks for them.
 
 Where something optional is missing, its tests are skipped, loudly: a test module
 that imports TileLang (directly or through kernels.py) is skipped where TileLang
@@ -7,42 +11,19 @@ is not installed, and the browser tests where Chromium or playwright is not.
 The header and the summary of the run say which and why.
 """
 
-import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)  # testing/kernels.py
-CHROMIUM = "/usr/bin/chromium"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # support.py, kernels.py, report_fixtures.py
+
+from support import browser_missing, installed, pythonpath  # noqa: E402
 
 # What a test module may need that a venv of the support matrix may lack (tvm-0.27 has no TileLang).
 OPTIONAL = ("tilelang", "tvm", "torch", "hypothesis", "playwright")
-
-
-def _installed(module):
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def browser_missing():
-    """Why the report's browser tests cannot run here, or None. scripts/test.sh passes on why
-    the browser could not be installed (LOWER_TRACE_NO_BROWSER_REASON)."""
-    reason = os.environ.get("LOWER_TRACE_NO_BROWSER_REASON", "").strip()
-    if reason:
-        return reason
-    if not os.path.exists(CHROMIUM):
-        return f"{CHROMIUM} is not installed (scripts/test.sh installs Debian's chromium)"
-    if not _installed("playwright"):
-        return "the playwright package is not installed (scripts/env.sh installs it)"
-    return None
 
 
 class _Module(pytest.Module):
@@ -83,7 +64,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_report_header(config):
-    missing = [module for module in ("tilelang", "hypothesis", "playwright") if not _installed(module)]
+    missing = [module for module in ("tilelang", "hypothesis", "playwright") if not installed(module)]
     return [f"lower-trace: not installed here: {', '.join(missing)} (the tests that need them are skipped)"] if missing else []
 
 
@@ -140,7 +121,7 @@ def run_python(tmp_path):
         full_env = {k: v for k, v in os.environ.items() if not k.startswith(("TL_LOWER_TRACE", "PYTEST_"))}
         # A PYTHONPATH the tests run under (a checkout named on it) reaches the script too: it
         # imports the lower_trace this process tests, not whichever the venv has installed.
-        full_env["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, os.environ.get("PYTHONPATH", "")) if p)
+        full_env["PYTHONPATH"] = pythonpath()
         full_env.update(env or {})
         proc = subprocess.run(
             [sys.executable, str(script), *args],
@@ -157,29 +138,6 @@ def run_python(tmp_path):
     return run
 
 
-def lower_trace_cli():
-    """The installed console script, next to this interpreter."""
-    path = os.path.join(os.path.dirname(sys.executable), "lower-trace")
-    return path if os.path.exists(path) else shutil.which("lower-trace")
-
-
-# --- the report in a browser (Debian's chromium, driven by playwright) ---
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not os.path.exists(CHROMIUM) and not os.environ.get("CI"):
-        pytest.skip("Debian chromium is not installed (scripts/test.sh installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api") if not os.environ.get("CI") else __import__("playwright.sync_api").sync_api
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        yield browser
-        browser.close()
-
-
 @pytest.fixture(scope="session")
 def real_trace(tmp_path_factory):
     pytest.importorskip("tilelang")
@@ -187,3 +145,25 @@ def real_trace(tmp_path_factory):
     from report_fixtures import real_run
 
     return load_trace(real_run(str(tmp_path_factory.mktemp("report"))))
+
+
+# --- real runs several modules and tiers only read: made once per test process ---------------
+
+
+@pytest.fixture(scope="session")
+def layouts_traced(tmp_path_factory):
+    """(the trace of gemm, row_sum and flash attention, TileLang's own Fragments of each): shared_runs.py."""
+    pytest.importorskip("tilelang")
+    pytest.importorskip("tilelang.instrumentation")  # 0.1.15: the modules after each pass, for the ground truth
+    from shared_runs import layouts_run
+
+    return layouts_run(str(tmp_path_factory.mktemp("layouts")))
+
+
+@pytest.fixture(scope="session")
+def killed(tmp_path_factory):
+    """(the killed run's folder, its trace, the seconds it ran, a normal trace of the same kernel): shared_runs.py."""
+    pytest.importorskip("tilelang")
+    from shared_runs import killed_run
+
+    return killed_run(tmp_path_factory.mktemp("killed"))

@@ -1,9 +1,12 @@
 """What the report tests open: one real multi-kernel run with a failure, one hostile, a sweep
-made from real kernels; and a page of the report in Chromium."""
+made from real kernels; and a page of the report in Chromium. Imports neither TileLang nor
+playwright (the unit tier uses the hostile run, the sweep and lcs): real_run imports TileLang,
+Page drives the browser it is given."""
 
+import json
+import os
 import time
 
-import kernels
 import lower_trace
 from lower_trace.model import ErrorInfo, PassRecord, PassStatus, RunInfo, to_json
 from lower_trace.render.report.from_trace import write_report
@@ -22,6 +25,8 @@ def real_run(trace_dir):
     """gemm + elementwise (CUDA), a C kernel, and a compile that fails in a pass."""
     import tilelang
     from tilelang import tvm
+
+    import kernels
 
     target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
     with lower_trace.trace(mode="html", trace_dir=trace_dir) as run:
@@ -117,6 +122,22 @@ def sweep_report(trace, path, count, close=True, latest_link=None):
     if close:
         writer.close()
     return writer
+
+
+# --- the times a trace recorded -------------------------------------------------------------
+
+
+def recorded_times(path):
+    """{kernel: (compile ms, ms in its top-level passes and codegen)}, read off trace.jsonl itself."""
+    compile_ms, steps_ms = {}, {}
+    with open(os.path.join(path, "trace.jsonl")) as records:
+        for line in records:
+            record = json.loads(line)
+            if record["type"] == "kernel_end":
+                compile_ms[record["kernel_id"]] = record["ms"]
+            elif record["type"] == "codegen" or (record["type"] == "pass" and "parent" not in record):
+                steps_ms[record["kernel"]] = steps_ms.get(record["kernel"], 0.0) + record.get("ms", 0.0)
+    return {kernel: (compile_ms[kernel], steps_ms.get(kernel, 0.0)) for kernel in compile_ms}
 
 
 # --- a report in the browser ------------------------------------------------------------------

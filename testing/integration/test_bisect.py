@@ -12,11 +12,9 @@ import pytest
 
 pytest.importorskip("tilelang")
 
-from conftest import lower_trace_cli  # noqa: E402
 from lower_trace.model import PassStatus  # noqa: E402
 from lower_trace.rerun.bisection import KNOWN_REQUIRED, Bisector  # noqa: E402
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+from support import TESTING, lower_trace_cli  # noqa: E402
 
 CHECK = """
 import sys
@@ -56,7 +54,7 @@ sys.exit(0 if ok and not {always_bad} else 3)  # 3: wrong numbers (a crash would
 
 def check(tmp_path, inject="", kernels=1, always_bad=False):
     path = tmp_path / "check.py"
-    path.write_text(textwrap.dedent(CHECK.format(here=HERE, inject=inject, kernels=kernels, always_bad=always_bad)))
+    path.write_text(textwrap.dedent(CHECK.format(here=TESTING, inject=inject, kernels=kernels, always_bad=always_bad)))
     return [sys.executable, str(path)]
 
 
@@ -244,7 +242,7 @@ def test_the_known_required_passes_suffice_for_the_cuda_pipeline(tmp_path):
     script = tmp_path / "lower_cuda.py"
     script.write_text(textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {HERE!r})
+        sys.path.insert(0, {TESTING!r})
         import tilelang, kernels
         from tilelang import tvm
         target = tvm.target.Target({{"kind": "cuda", "arch": "sm_90a"}})

@@ -11,8 +11,9 @@ import pytest
 
 from lower_trace.edits.entries import Group, IndexEntry
 from lower_trace.edits.working_copies import EditStore
+from support import FIXTURES
 
-FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "edits-index"
+FIXTURE = pathlib.Path(FIXTURES) / "edits-index"
 HEX = "0123456789abcdef" * 2
 
 ENTRY = {

@@ -14,8 +14,6 @@ pytest.importorskip("tilelang.tools.lower_trace", reason="this TileLang has no b
 
 import lower_trace  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
 # As docs/tools/lower_trace.md shows it ("Compilation instrumentation: enable() / disable()").
 DOCS_ENABLE = """
 import sys, torch, tilelang, kernels

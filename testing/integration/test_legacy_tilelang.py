@@ -24,6 +24,7 @@ import kernels  # noqa: E402
 import lower_trace  # noqa: E402
 import lower_trace.store.layout  # noqa: E402
 from lower_trace.model import KernelStatus, PassStatus  # noqa: E402
+from support import pythonpath  # noqa: E402
 
 CUDA = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
 KNOWN_PHASES = {
@@ -158,7 +159,7 @@ print("RESULT", c[:4].tolist())
 def test_lower_trace_run_and_terminal_mode(tmp_path):
     import subprocess
 
-    from conftest import lower_trace_cli
+    from support import lower_trace_cli
 
     script = tmp_path / "kern.py"
     script.write_text(
@@ -167,7 +168,7 @@ def test_lower_trace_run_and_terminal_mode(tmp_path):
         "with t:\n    tilelang.lower(kernels.elementwise_add(), target=t)\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
-    env.update(PYTHONPATH=os.path.dirname(os.path.abspath(__file__)), NO_COLOR="1")
+    env.update(PYTHONPATH=pythonpath(), NO_COLOR="1")
     proc = subprocess.run([lower_trace_cli(), "run", "--mode", "terminal", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "== lower-trace: kernel k1 elementwise_add" in proc.stderr and "changed  +" in proc.stderr
@@ -182,8 +183,8 @@ def test_layouts_come_back_exactly_and_replay_says_what_it_cannot_restore(tmp_pa
     import subprocess
 
     import recorder
-    from conftest import lower_trace_cli
     from lower_trace.integrations.replay import load_module
+    from support import lower_trace_cli
 
     passes, _ = recorder.record(kernels.gemm(), CUDA)
     held = [p for p in passes if recorder.layouts_in(p.before)]

@@ -1,6 +1,7 @@
 """Plain Apache TVM (apache-tvm 0.27, no TileLang): tvm.compile of TIR and Relax modules,
 and the PassInstrument any PassContext can carry. Runs in the TVM venv scripts/test.sh makes."""
 
+import os
 import sys
 
 import pytest
@@ -83,8 +84,14 @@ def test_a_pass_instrument_any_pass_context_can_carry(tmp_path):
         tvm.tirx.build(AddTIR, target="llvm")
     run = lower_trace.current_run()
     lower_trace.disable()
+    # The run went to the folder the instrument was given (<dir>/<script>/run-...), and only there:
+    # the tracing switched off before wrote nothing.
+    assert os.path.dirname(os.path.dirname(run.run_dir)) == str(tmp_path / "i")
+    assert os.listdir(tmp_path) == ["i"]
     (kernel,) = lower_trace.load_trace(run.run_dir).kernels
-    assert kernel.entry in ("PassContext", "tvm.tirx.build") and len(kernel.passes) > 40
+    # The PassContext's own compile: entering it opened the session before tvm.tirx.build ran,
+    # so the build (traced too while tracing is on) adds no second one inside it.
+    assert kernel.entry == "PassContext" and kernel.name == "add" and kernel.status is KernelStatus.OK and len(kernel.passes) > 40
 
 
 def test_a_failing_pass_is_recorded(tmp_path):

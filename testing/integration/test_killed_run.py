@@ -3,103 +3,26 @@ the loaded trace as incomplete, around the nested passes that finished, with the
 
 The killed program is a real TileLang lowering in a subprocess whose tir.StorageRewrite is
 replaced by two Sequentials built in Python: test.Outer = [the real StorageRewrite,
-test.Inner = [the real tl.Simplify, a pass that hangs]]. Ground truth is what the test built
-and a normal traced lowering of the same kernel (which passes come before StorageRewrite).
+test.Inner = [the real tl.Simplify, a pass that hangs]] (testing/shared_runs.py; the `killed`
+fixture, conftest.py). Ground truth is what the test built and a normal traced lowering of the
+same kernel (which passes come before StorageRewrite). The report page of it:
+browser/test_killed_run_page.py.
 """
 
 import base64
 import gzip
 import json
-import os
 import re
-import signal
 import subprocess
-import sys
-import time
 
 import pytest
 
-import lower_trace
 from lower_trace.model import CRASHED_NESTED, KernelStatus, PassStatus
 
-tilelang = pytest.importorskip("tilelang")
+pytest.importorskip("tilelang")
 
-from tilelang import tvm  # noqa: E402
-
-import kernels  # noqa: E402
-from conftest import lower_trace_cli  # noqa: E402
-
-CUDA = {"kind": "cuda", "arch": "sm_90a"}
-
-SCRIPT = """\
-import os, sys, time
-sys.path.insert(0, {kernels_dir!r})
-import tilelang, tilelang.transform, kernels
-from tilelang import tvm
-
-real_storage_rewrite, real_simplify = tilelang.transform.StorageRewrite, tilelang.transform.Simplify
-
-@tvm.transform.module_pass(opt_level=0, name="test.Hang")
-def hang(mod, ctx):
-    open({signal!r}, "w").close()
-    while True:  # until the test kills the process
-        time.sleep(0.1)
-
-def outer():
-    inner = tvm.transform.Sequential([real_simplify(), hang], name="test.Inner")
-    return tvm.transform.Sequential([real_storage_rewrite(), inner], name="test.Outer")
-
-tilelang.transform.StorageRewrite = outer
-target = tvm.target.Target({cuda!r})
-with target:
-    tilelang.lower(kernels.gemm(), target=target)
-"""
-
-
-def clean_env():
-    return {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
-
-
-def manifest_records(trace_dir):
-    records = []
-    for root, _, files in os.walk(trace_dir):
-        if "trace.jsonl" in files:
-            with open(os.path.join(root, "trace.jsonl")) as handle:
-                records += [json.loads(line) for line in handle if line.endswith("\n")]
-    return records
-
-
-@pytest.fixture(scope="module")
-def killed(tmp_path_factory):
-    """(the killed run's folder, its trace, the seconds it ran, a normal trace of the same kernel)."""
-    tmp = tmp_path_factory.mktemp("killed")
-    with lower_trace.trace(mode="html", trace_dir=tmp / "normal") as run:
-        target = tvm.target.Target(CUDA)
-        with target:
-            tilelang.lower(kernels.gemm(), target=target)
-    normal = lower_trace.load_trace(run.run_dir)
-    script, flag, trace_dir = tmp / "killed.py", tmp / "hanging", tmp / "trace"
-    script.write_text(SCRIPT.format(kernels_dir=os.path.dirname(kernels.__file__), signal=str(flag), cuda=CUDA))
-    env = {**clean_env(), "TL_LOWER_TRACE": "html", "TL_LOWER_TRACE_DIR": str(trace_dir)}
-    started = time.monotonic()
-    with open(tmp / "stderr.txt", "w") as stderr:
-        child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL, stderr=stderr, env=env, cwd=str(tmp))
-    try:
-        deadline = started + 240
-        while not flag.exists() and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert flag.exists(), (tmp / "stderr.txt").read_text()[-2000:]
-        # A hung pass runs a while before anyone kills it: give what was recorded time to reach the disk.
-        until = time.monotonic() + 20
-        while time.monotonic() < until and not any(r.get("name") == "tl.Simplify" and r.get("depth") == 2 for r in manifest_records(trace_dir)):
-            time.sleep(0.05)
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=60)
-    ran = time.monotonic() - started
-    assert child.returncode == -signal.SIGKILL
-    trace = lower_trace.load_trace(str(trace_dir))
-    return trace.path, trace, ran, normal
+from shared_runs import clean_env  # noqa: E402
+from support import lower_trace_cli  # noqa: E402
 
 
 def test_the_passes_open_at_the_kill_are_incomplete_around_their_nested_passes(killed):
@@ -172,26 +95,3 @@ def test_show_list_and_the_rebuilt_report_show_them(killed, tmp_path):
         assert (step["name"], step["status"], step.get("depth", 0), step.get("parent"), step["ms"]) == (
             record.name, "incomplete", record.depth, record.parent, record.ms
         )
-
-
-def test_the_report_page_shows_them_under_their_parent(killed, browser, tmp_path):
-    from report_fixtures import Page
-
-    path, trace, _, _ = killed
-    passes = {p.name: p for p in trace.kernels[0].passes}
-    outer, inner = passes["test.Outer"], passes["test.Inner"]
-    out = tmp_path / "report.html"
-    assert subprocess.run([lower_trace_cli(), "report", path, "-o", str(out)], capture_output=True, env=clean_env(), timeout=120).returncode == 0
-    view = Page(browser, str(out))
-    try:
-        row = view.page.locator(f"#passes .step[data-seq='{inner.seq}']")
-        assert "incomplete" in row.get_attribute("class")
-        assert row.locator(".ms").inner_text() == f"≥{inner.ms:.2f} ms"
-        assert row.locator(".name").evaluate("e => e.style.paddingLeft") == "14px"
-        row.click()
-        meta = view.page.locator("#detail .meta").first.inner_text()
-        assert f"nested (depth 1, in #{outer.seq})" in meta and f"{inner.ms:.2f} ms so far" in meta
-        assert CRASHED_NESTED in view.page.locator("#detail .error .message").inner_text()
-        assert not view.errors(), view.messages
-    finally:
-        view.close()

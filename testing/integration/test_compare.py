@@ -137,7 +137,7 @@ def test_up_to_renaming_says_which_names_differ(traced, tmp_path):
 
     from tilelang import tvm
 
-    from conftest import lower_trace_cli
+    from support import lower_trace_cli
 
     plain, renamed, other = kernels.gemm(), kernels.gemm_renamed(), kernels.gemm_renamed(block_K=64)
     assert tvm.ir.structural_equal(plain, renamed) and not tvm.ir.structural_equal(plain, other)
@@ -170,7 +170,7 @@ def test_variants_list_the_passes_that_changed_the_ir_on_one_side_only(traced):
     on one side and did nothing on the other (checked on the records' own statuses)."""
     import subprocess
 
-    from conftest import lower_trace_cli
+    from support import lower_trace_cli
 
     a, b = traced(kernels.elementwise_add()), traced(kernels.elementwise_add(block_N=1))  # block_N=1: nothing to vectorize
     result = compare(side(*a), side(*b))
@@ -202,7 +202,7 @@ def test_lower_trace_diff_on_two_runs(traced, tmp_path):
     import json
     import subprocess
 
-    from conftest import lower_trace_cli
+    from support import lower_trace_cli
 
     a = traced(kernels.gemm())
     b = traced(kernels.gemm(), {"tl.disable_shuffle_elect": True})
@@ -227,30 +227,6 @@ def test_lower_trace_diff_on_two_runs(traced, tmp_path):
     assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1 and "no kernel 'nosuch'" in bad.stderr
     bad = diff(a[1].path, b[1].path, "--ignore", "(")
     assert bad.returncode == 2 and "--ignore" in bad.stderr
-
-
-def test_two_tilelang_versions_with_other_pass_lists():
-    """Fixtures traced with TileLang 0.1.13 and 0.1.15 (testing/fixtures/compare): the passes one
-    version runs and the other does not are exactly the difference of their pass lists."""
-    import os
-
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "compare")
-    old, new = (lower_trace.load_trace(os.path.join(here, f"tilelang-{v}")) for v in ("0.1.13", "0.1.15"))
-    (ka,), (kb,) = old.kernels, new.kernels
-    assert len(ka.passes) != len(kb.passes)
-    result = compare(Side(ka, old.snapshot), Side(kb, new.snapshot))
-    def short(name):  # without the namespace, which versions change (tir. -> tirx.)
-        return name.rsplit(".", 1)[-1]
-
-    names_a, names_b = collections.Counter(short(p.name) for p in ka.passes), collections.Counter(short(p.name) for p in kb.passes)
-    aligned = [row for row in result.rows if not row.one_sided]
-    assert all(short(row.a.name) == short(row.b.name) for row in aligned)
-    assert any(row.a.name != row.b.name for row in aligned)  # AddWrapperForSingleBufStore became tl.AddWrapperForSingleBufStore
-    # What stands alone on one side is at least the difference of the pass lists.
-    assert not (names_a - names_b) - collections.Counter(short(p.name) for p in result.only_a)
-    assert not (names_b - names_a) - collections.Counter(short(p.name) for p in result.only_b)
-    assert len(aligned) + len(result.only_a) == len(ka.passes) and len(aligned) + len(result.only_b) == len(kb.passes)
-    assert result.divergence is not None and not result.identical
 
 
 def test_a_kernel_named_like_a_header_it_includes_compares_identical_both_ways(traced):
@@ -290,7 +266,7 @@ def test_a_pass_that_fails_on_one_side_is_said_to_fail(tmp_path, tilelang, cuda_
 
     from tilelang import tvm
 
-    from conftest import lower_trace_cli
+    from support import lower_trace_cli
 
     bad = {"tl.layout_cost_model": "nonsense"}
     with pytest.raises(Exception) as untraced:
@@ -309,3 +285,21 @@ def test_a_pass_that_fails_on_one_side_is_said_to_fail(tmp_path, tilelang, cuda_
     (line,) = [x for x in out.splitlines() if x.startswith("first divergence:")]
     assert "tl.LayoutInference" in line and "it failed in B" in line and str(untraced.value).splitlines()[0][:40] in line, out
     assert "pass configs differ: tl.layout_cost_model: A unset, B 'nonsense'" in out
+
+
+def test_diff_html_with_bad_input_is_one_line(real_trace, tmp_path):
+    """`diff --html` of a run without a kernel named, or to a page it cannot write: one line, exit 2."""
+    import subprocess
+
+    from support import lower_trace_cli
+
+    done = subprocess.run(
+        [lower_trace_cli(), "diff", real_trace.path, real_trace.path, "--html", str(tmp_path / "x.html")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "RUN:KERNEL" in done.stderr
+    done = subprocess.run(
+        [lower_trace_cli(), "diff", f"{real_trace.path}:k1", f"{real_trace.path}:k2", "--html", str(tmp_path / "no" / "such" / "x.html")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2 and "cannot write the page" in done.stderr and len(done.stderr.strip().splitlines()) == 1

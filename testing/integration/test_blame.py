@@ -18,17 +18,30 @@ from lower_trace.analysis.blame import blame_lines, final_text, history, pattern
 pytest.importorskip("tilelang")
 
 import kernels  # noqa: E402
-from conftest import lower_trace_cli  # noqa: E402
 from report_fixtures import lcs  # noqa: E402
+from support import lower_trace_cli  # noqa: E402
 
 
-@pytest.fixture
-def traced(tmp_path, lower_cuda):
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    """traced(func) -> (kernel, trace): func lowered to CUDA alone in a run of its own, once per
+    kernel name for the whole module (the tests only read the traces)."""
+    import tilelang
+    from tilelang import tvm
+
+    target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+    made = {}
+
     def run(func):
-        with lower_trace.trace(mode="html", trace_dir=tmp_path / func.attrs["global_symbol"]) as run_:
-            lower_cuda(func)
-        trace = lower_trace.load_trace(run_.run_dir)
-        return trace.kernels[0], trace
+        name = func.attrs["global_symbol"]
+        if name not in made:
+            with lower_trace.trace(mode="html", trace_dir=tmp_path_factory.mktemp("blame") / name) as run_:
+                with target:
+                    tilelang.lower(func, target=target)
+            trace = lower_trace.load_trace(run_.run_dir)
+            made[name] = func, (trace.kernels[0], trace)
+        assert tvm.ir.structural_equal(made[name][0], func), f"another {name} than the one traced"
+        return made[name][1]
 
     return run
 

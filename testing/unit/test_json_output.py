@@ -11,8 +11,9 @@ import pytest
 from lower_trace import load_trace
 from lower_trace.cli.main import main
 from lower_trace.model import CodegenRecord, PassStatus
+from support import FIXTURES
 
-FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "trace-format-1")
+FIXTURE = os.path.join(FIXTURES, "trace-format-1")
 
 
 @pytest.fixture
@@ -82,59 +83,3 @@ def test_blame_json(trace, capsys):
     word = "T.launch_thread"
     found = run_json(capsys, "blame", trace.path, "-k", kernel.kernel_id, word, "--json")
     assert found["pattern"] == word and found["matches_at_end"] == sum(word in line["text"] for line in lines["lines"])
-
-
-# Pass configs as JSON values, on a real compile under configs of each kind (the values set are the truth).
-CONFIGS = {
-    "tl.disable_shuffle_elect": True,
-    "tl.config_index_bitwidth": 32,
-    "tl.device_compile_flags": ["-O3", "--use_fast_math"],
-    "tl.dump_ir_path": "ir dumps",  # only read with tl.enable_dump_ir
-}
-
-
-@pytest.fixture
-def configured(tmp_path, tilelang, cuda_target):
-    """(plain, configured): elementwise_add lowered without and with CONFIGS, each its own run."""
-    from tilelang import tvm
-
-    import kernels
-    import lower_trace
-
-    runs = []
-    for name, config in (("plain", {}), ("configured", CONFIGS)):
-        with lower_trace.trace(mode="html", trace_dir=str(tmp_path / name)) as run:
-            with tvm.transform.PassContext(config=config), cuda_target:
-                tilelang.lower(kernels.elementwise_add(), target=cuda_target)
-        runs.append(run.run_dir)
-    return runs
-
-
-def old_trace(run_dir, path):
-    """The run as traces before typed configs were recorded: the kernel record without its context."""
-    shutil.copytree(run_dir, path)
-    with open(os.path.join(path, "trace.jsonl")) as records:
-        lines = [json.loads(line) for line in records]
-    for record in lines:
-        if record["type"] == "kernel":
-            record.pop("context", None)
-    with open(os.path.join(path, "trace.jsonl"), "w") as out:
-        out.writelines(json.dumps(record) + "\n" for record in lines)
-    return path
-
-
-def test_pass_configs_are_json_values_in_list_show_and_diff(configured, tmp_path, capsys):
-    plain, run = configured
-    with open(os.path.join(run, "trace.jsonl")) as records:
-        (kernel,) = [r for r in map(json.loads, records) if r["type"] == "kernel"]
-    assert kernel["pass_configs"]["tl.disable_shuffle_elect"] == "T.bool(True)"  # the record keeps TVM's text
-    old = old_trace(run, str(tmp_path / "old"))
-    for path in (run, old):  # an old trace has only the text: read back as the same values
-        for args in (["list", path], ["list", path, "--passes"], ["show", path], ["show", path, "--timing"]):
-            (item,) = run_json(capsys, *args, "--json")["kernels"]
-            assert item["pass_configs"] == CONFIGS, (path, args)
-            assert item["pass_configs"]["tl.disable_shuffle_elect"] is True  # true, not 1 or "T.bool(True)"
-    expected = {key: {"a": None, "b": value} for key, value in sorted(CONFIGS.items())}
-    assert run_json(capsys, "diff", plain, run, "--json")["configs"] == expected
-    assert run_json(capsys, "diff", plain, old, "--json")["configs"] == expected
-    assert run_json(capsys, "diff", run, old, "--json")["configs"] == {}  # the same configs, however recorded

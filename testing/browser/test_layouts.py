@@ -1,111 +1,25 @@
-"""Fragment layout pictures: what the tracer reads off TileLang's layout objects, and the grid the
-report draws in Chromium, both checked against TileLang's own Fragment API element by element
-(map_forward_thread / map_forward_index on the module tl.LayoutInference returned, captured here
-through TileLang's instrumentation, not through lower-trace)."""
+"""Fragment layout pictures: the grid the report draws in Chromium, checked against TileLang's own
+Fragment API element by element (map_forward_thread / map_forward_index on the module
+tl.LayoutInference returned, captured through TileLang's instrumentation, not through
+lower-trace: testing/shared_runs.py). What the tracer reads off the layout objects:
+integration/test_layouts_read.py."""
 
 import os
 
 import pytest
 
-import kernels
-import lower_trace
 from report_fixtures import Page, wait_until
 
-tilelang = pytest.importorskip("tilelang")
+pytest.importorskip("tilelang")
 pytest.importorskip("tilelang.instrumentation")  # 0.1.15: the modules after each pass, for the ground truth
-
-
-def modules_after_layout_inference(func, target):
-    """The IRModule tl.LayoutInference returned, through TileLang's own instrumentation."""
-    from tilelang import instrumentation as tl
-
-    seen = []
-
-    class Observer(tl.PassEventObserver):
-        def pass_finished(self, mod, event, state):
-            if event.name == "tl.LayoutInference" and event.depth == 0:
-                seen.append(mod)
-
-    class Tool(tl.PassInstrumentationTool):
-        def create_pass_instrument(self):
-            return tl.StackedPassInstrument(Observer())
-
-    with tl.compile_pass_instrumentation(name="truth", tools=[Tool()], include_default_tools=False):
-        with tilelang.transform.PassContext(opt_level=3, instruments=tl.create_pass_instruments()), target:
-            tilelang.lower(func, target=target, enable_device_compile=False)
-    (mod,) = seen
-    return mod
-
-
-def truth_of(mod):
-    """buffer name -> (Fragment, [threads per element, row-major], [local index per element])."""
-    import itertools
-
-    from tilelang.layout import Fragment
-    from tvm.tirx import SBlock
-    from tvm.tirx.stmt_functor import post_order_visit
-
-    fragments = {}
-    for _, func in mod.functions.items():
-        post_order_visit(
-            func.body,
-            lambda n: fragments.update({b.name: f for b, f in n.annotations["layout_map"].items() if isinstance(f, Fragment)})
-            if isinstance(n, SBlock) and "layout_map" in n.annotations
-            else None,
-        )
-    out = {}
-    for name, frag in fragments.items():
-        shape = [int(x) for x in frag.input_size]
-        reps, base = int(frag.replicate_size), int(frag.thread_range.min)
-        threads, local = [], []
-        for index in itertools.product(*(range(n) for n in shape)):
-            threads.append(sorted(base + int(frag.map_forward_thread([r, *index] if reps > 1 else list(index))[0]) for r in range(reps)))
-            local.append(",".join(str(int(x)) for x in frag.map_forward_index([0, *index] if reps > 1 else list(index))))
-        out[name] = (frag, threads, local)
-    return out
-
-
-@pytest.fixture(scope="module")
-def traced(tmp_path_factory):
-    """gemm (a warp-specialized MMA accumulator on sm_90a), row_sum (a fragment held by 32
-    threads each) and flash attention (eight fragments, re-annotated by tl.LowerTileOp for the
-    lowered buffers) traced by lower-trace, and the ground truth of each."""
-    from tilelang import tvm
-
-    target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-    funcs = {"gemm": kernels.gemm(), "row_sum": kernels.row_sum(), "flash_attention": kernels.flash_attention()}
-    with lower_trace.trace(mode="html", trace_dir=str(tmp_path_factory.mktemp("layouts"))) as run:
-        with target:
-            for func in funcs.values():
-                tilelang.lower(func, target=target)
-    truth = {name: truth_of(modules_after_layout_inference(func, target)) for name, func in funcs.items()}
-    return lower_trace.load_trace(run.run_dir), truth
-
-
-def test_layouts_are_read_for_the_passes_that_set_them_and_match_tilelangs_fragments(traced):
-    trace, truth = traced
-    for kernel in trace.kernels:
-        with_layouts = [p for p in kernel.passes if p.layouts]
-        assert [p.name for p in with_layouts] == ["tl.LayoutInference"]  # the one pass that set them (not LowerTileOp again)
-        (inference,) = with_layouts
-        expected = truth[kernel.name]
-        assert {f.buffer for f in inference.layouts} == set(expected)
-        for layout in inference.layouts:
-            frag = expected[layout.buffer][0]
-            assert layout.shape == tuple(int(x) for x in frag.input_size)
-            assert layout.replicate == int(frag.replicate_size) and layout.threads == int(frag.get_thread_size())
-            assert layout.thread == str(frag.forward_thread) and layout.index == tuple(str(e) for e in frag.forward_index)
-            assert layout.scope == "local.fragment"
-    row_sum = next(p for p in trace.kernel("row_sum").passes if p.layouts)
-    assert any(f.replicate > 1 for f in row_sum.layouts)  # its row sums: one value per row, held by many threads
 
 
 def _grid(page):
     return page.eval_on_selector_all("#layouts rect[data-e]", "rs => rs.map(r => [r.dataset.t, r.dataset.l])")
 
 
-def test_the_report_draws_each_fragment_as_tilelang_maps_it(browser, traced):
-    trace, truth = traced
+def test_the_report_draws_each_fragment_as_tilelang_maps_it(browser, layouts_traced):
+    trace, truth = layouts_traced
     for kernel in trace.kernels:
         (inference,) = [p for p in kernel.passes if p.layouts]
         view = Page(browser, os.path.join(trace.path, "report.html"), f"#{kernel.kernel_id}/{inference.seq}")
@@ -154,8 +68,8 @@ def test_the_report_draws_each_fragment_as_tilelang_maps_it(browser, traced):
         view.close()
 
 
-def test_see_the_picture_below_brings_the_buffer_buttons_into_view_uncovered(browser, traced):
-    trace, _ = traced
+def test_see_the_picture_below_brings_the_buffer_buttons_into_view_uncovered(browser, layouts_traced):
+    trace, _ = layouts_traced
     for kernel in trace.kernels:
         (inference,) = [p for p in kernel.passes if p.layouts]
         for width, height in ((1440, 900), (1280, 720)):
@@ -180,13 +94,13 @@ def test_see_the_picture_below_brings_the_buffer_buttons_into_view_uncovered(bro
             view.close()
 
 
-def test_the_page_evaluates_tvm_expressions_as_tvm_does(browser, traced, tmp_path):
+def test_the_page_evaluates_tvm_expressions_as_tvm_does(browser, layouts_traced, tmp_path):
     """Each operator TVM may print in an index expression, on negative values too, against
     TVM's own constant folding of the same expression."""
     from tvm import tirx
     from tvm.arith import Analyzer
 
-    trace, _ = traced
+    trace, _ = layouts_traced
     i, j = tirx.Var("_i", "int32"), tirx.Var("_j", "int32")
     exprs = [
         tirx.floordiv(i * 7 - j, 4) + tirx.floormod(i - j * 3, 5),

@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 
-from conftest import lower_trace_cli
+from support import lower_trace_cli, pythonpath
 
 LOWER_GEMM = """
 import sys
@@ -89,7 +89,7 @@ def test_lower_trace_run_command(run_python, tmp_path):
     script = tmp_path / "kern.py"
     script.write_text(LOWER_GEMM)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
-    env["PYTHONPATH"] = os.path.dirname(os.path.abspath(__file__))
+    env["PYTHONPATH"] = pythonpath()
     proc = subprocess.run(
         [lower_trace_cli(), "run", "--mode", "both", str(script), "a", "--b"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,

@@ -15,7 +15,7 @@ from report_fixtures import EVIL_IR, EVIL_NAME, Page, hostile_run
 pytest.importorskip("tilelang")
 
 import kernels  # noqa: E402
-from conftest import lower_trace_cli  # noqa: E402
+from support import lower_trace_cli  # noqa: E402
 
 # k1 gemm, k2 gemm without shuffle-elect (same passes, one behaves differently), k3 gemm without
 # warp specialization (fewer passes), k4 / k5 two variants of one kernel, k6 = k1 again.
@@ -177,19 +177,6 @@ def test_identical_compiles_and_the_terminal_summary(opened, sweep_trace, tmp_pa
     view = opened(page_path)
     assert view.page.locator(".cmp-verdict").inner_text().startswith("identical")
     assert view.page.locator(".cmp-row.differs, .cmp-row.input-differs, .cmp-row.only-a, .cmp-row.only-b").count() == 0
-
-
-def test_diff_html_with_bad_input_is_one_line(sweep_trace, tmp_path):
-    done = subprocess.run(
-        [lower_trace_cli(), "diff", sweep_trace.path, sweep_trace.path, "--html", str(tmp_path / "x.html")],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "RUN:KERNEL" in done.stderr
-    done = subprocess.run(
-        [lower_trace_cli(), "diff", f"{sweep_trace.path}:k1", f"{sweep_trace.path}:k2", "--html", str(tmp_path / "no" / "such" / "x.html")],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert done.returncode == 2 and "cannot write the page" in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
 def test_hostile_kernels_compare_as_inert_text(opened, tmp_path):

@@ -19,8 +19,9 @@ from lower_trace.render.report import writer as report_writer
 from lower_trace.render.report.from_trace import write_report
 from lower_trace.render.report.page import json_for_script, page_rules, snapshot_digests
 from lower_trace.render.report.writer import ReportWriter
+from support import FIXTURES
 
-FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "trace-format-1")
+FIXTURE = os.path.join(FIXTURES, "trace-format-1")
 
 
 def parse(html):

@@ -8,8 +8,9 @@ import subprocess
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPTS = os.path.join(os.path.dirname(HERE), "scripts")
+from support import ROOT
+
+SCRIPTS = os.path.join(ROOT, "scripts")
 
 # The interpreter the scripts build venvs with: `-m venv DIR` makes DIR/bin/python (itself) and
 # stand-ins for the console scripts; every call is logged, one line each.
@@ -40,7 +41,7 @@ def checkout(tmp_path):
     def run(*command, **extra):
         log.write_text("")
         env = {k: v for k, v in os.environ.items() if not k.startswith("LOWER_TRACE")}
-        env.update(PYTHON=str(python), FAKE_LOG=str(log), LOWER_TRACE_NO_BROWSER="1", LOWER_TRACE_MATRIX="tilelang-0.1.15", **extra)
+        env.update({"PYTHON": str(python), "FAKE_LOG": str(log), "LOWER_TRACE_NO_BROWSER": "1", "LOWER_TRACE_MATRIX": "tilelang-0.1.15", **extra})
         done = subprocess.run(["bash", *command], cwd=root, env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stdout + done.stderr
         calls = log.read_text().splitlines()
@@ -100,3 +101,26 @@ def test_a_venv_is_built_anew_only_when_its_pins_change(checkout):
     stamp.write_text("tilelang==0.1.14 torch==2.13.0\n")
     _, calls, installs = checkout("scripts/env.sh")
     assert sum(line.startswith("-m venv") for line in calls) == 1 and installs == [RUNTIME]
+
+
+def test_the_whole_matrix_runs_every_tier_and_the_other_flavors_alongside(checkout):
+    """Every flavor's venv and suite: the tiers in tilelang-0.1.15 on both cores, the legacy tests
+    in 0.1.13 and 0.1.9, plain TVM's and the unit tier in tvm-0.27; the other flavors are built and
+    tested alongside (or, LOWER_TRACE_SERIAL=1, after) and their output follows, in the matrix's order."""
+    matrix = "tilelang-0.1.15 tilelang-0.1.13 tilelang-0.1.9 tvm-0.27"
+    for serial in ("0", "1"):
+        done, calls, _ = checkout("scripts/test.sh", "-k", "report", LOWER_TRACE_MATRIX=matrix, LOWER_TRACE_SERIAL=serial)
+        tests = [line for line in calls if line.startswith("pytest ")]
+        assert sorted(tests) == sorted([
+            "pytest -p no:cacheprovider -rs -n 2 --dist worksteal testing/unit testing/integration testing/browser -k report",
+            "pytest -p no:cacheprovider -rs testing/integration/test_legacy_tilelang.py",
+            "pytest -p no:cacheprovider -rs testing/integration/test_legacy_tilelang.py",
+            "pytest -p no:cacheprovider -rs testing/integration/test_plain_tvm.py testing/unit",
+        ]), calls
+        assert any(line.startswith("ruff check") for line in calls) and any(line.startswith("pyright ") for line in calls)
+        said = [line for line in done.stdout.splitlines() if line.startswith("=== lower-trace tests: ")]
+        assert said == [f"=== lower-trace tests: {flavor}" for flavor in matrix.split()], done.stdout
+        assert ("built and tested alongside" in done.stdout) == (serial == "0")
+        assert done.stdout.splitlines()[-1] == f"lower-trace tests passed in: {matrix}"
+        for flavor in matrix.split():
+            assert (checkout.root / ".venvs" / flavor / "bin" / "pytest").exists()

@@ -21,7 +21,7 @@ tilelang = pytest.importorskip("tilelang")
 from tilelang import tvm  # noqa: E402
 
 import kernels  # noqa: E402
-from conftest import lower_trace_cli  # noqa: E402
+from support import lower_trace_cli  # noqa: E402
 
 CUDA = {"kind": "cuda", "arch": "sm_90a"}
 
@@ -241,23 +241,3 @@ def test_repro_of_a_lower_tile_op_failure_raises_the_recorded_error(tmp_path):
         assert "symbolic output extent" not in rerun.stderr
         replayed = cli("replay", run.run_dir, "-p", "tl.LowerTileOp")
         assert replayed.returncode == 0 and "fails as recorded" in replayed.stdout, replayed.stdout + replayed.stderr
-
-
-def test_the_report_shows_the_reproducer_command(browser, tmp_path):
-    from report_fixtures import Page
-
-    with pytest.raises(Exception):
-        with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
-            lower(transposed_fragment())
-    (failed,) = [p for p in lower_trace.load_trace(run.run_dir).kernels[0].passes if p.status is PassStatus.FAILED]
-    view = Page(browser, os.path.join(run.run_dir, "report.html"))
-    try:
-        assert view.active() == failed.seq  # the report opens on the failure
-        box = view.page.locator("#detail .repro-note")
-        assert box.locator("code").inner_text() == f"python {failed.repro}/repro.py"
-        view.context.grant_permissions(["clipboard-read", "clipboard-write"])
-        box.locator("button.copy").click()
-        assert view.page.evaluate("navigator.clipboard.readText()") == f"python {failed.repro}/repro.py"
-        assert not view.errors(), view.messages
-    finally:
-        view.close()

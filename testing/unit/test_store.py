@@ -15,8 +15,8 @@ from lower_trace.model import (
 from lower_trace.store.layout import FORMAT_VERSION, TraceNotFound, digest_of, find_run_dir
 from lower_trace.store.reader import TraceDamaged, load_trace
 from lower_trace.store.writer import TraceWriter
+from support import FIXTURES
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 IR_A = "# from tvm.script import tir as T\n@T.prim_func\ndef main():\n    pass\n"
 IR_B = IR_A.replace("pass", "T.evaluate(0)")
 
@@ -218,7 +218,7 @@ def test_a_damaged_trace_loads_what_it_can_and_says_what_was_skipped(tmp_path):
 def test_the_cli_on_a_damaged_trace_warns_in_one_line(tmp_path):
     import subprocess
 
-    from conftest import lower_trace_cli
+    from support import lower_trace_cli
 
     run_dir = tmp_path / "demo" / "run-1"
     write_run(run_dir)

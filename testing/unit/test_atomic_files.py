@@ -8,8 +8,9 @@ import pytest
 
 from lower_trace.render.report.from_trace import write_report
 from lower_trace.store.files import replacing, write_atomically
+from support import FIXTURES
 
-FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "trace-format-1")
+FIXTURE = os.path.join(FIXTURES, "trace-format-1")
 
 
 def leftovers(folder):
