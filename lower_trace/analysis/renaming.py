@@ -32,8 +32,18 @@ _TOKEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)|(\d[\w.]*)")
 SELF_MODULE = "Module"  # TVMScript names the module's own functions Module.<name>
 
 # Words of TVMScript, Python, C/C++/CUDA and TVM's dtypes: equal on both sides or not at all.
-_C_WORDS = ["auto", "bool", "break", "case", "char", "const", "constexpr", "continue", "default", "do", "double", "else", "enum", "extern", "false", "float", "for", "goto", "if", "inline", "int", "long", "namespace", "nullptr", "register", "return", "short", "signed", "sizeof", "static", "struct", "switch", "template", "true", "typedef", "typename", "union", "unsigned", "void", "volatile", "while", "uint", "uint1", "uint2", "uint3", "uint4", "int1", "int2", "int3", "int4", "float1", "float2", "float3", "float4", "half", "half2", "half_t", "bfloat16_t", "float_e4m3_t", "float_e5m2_t", "size_t", "dim3", "blockIdx", "threadIdx", "blockDim", "gridDim", "__global__", "__device__", "__host__", "__shared__", "__constant__", "__restrict__", "__forceinline__", "__launch_bounds__", "__syncthreads", "__syncwarp", "extern_shared", "include", "define", "pragma", "unroll"]
-_TVM_WORDS = ["T", "I", "R", "tl", "tvm", "tir", "tirx", "cute", "std", "cutlass", "Module", "handle", "float16", "float32", "float64", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool", "float8_e4m3", "float8_e5m2", "None", "True", "False", "self", "def", "class", "return", "for", "in", "if", "else", "with", "as"]
+_C_WORDS = """
+auto bool break case char const constexpr continue default do double else enum extern false float for goto if
+inline int long namespace nullptr register return short signed sizeof static struct switch template true typedef
+typename union unsigned void volatile while uint uint1 uint2 uint3 uint4 int1 int2 int3 int4 float1 float2 float3
+float4 half half2 half_t bfloat16_t float_e4m3_t float_e5m2_t size_t dim3 blockIdx threadIdx blockDim gridDim
+__global__ __device__ __host__ __shared__ __constant__ __restrict__ __forceinline__ __launch_bounds__ __syncthreads
+__syncwarp extern_shared include define pragma unroll
+""".split()
+_TVM_WORDS = """
+T I R tl tvm tir tirx cute std cutlass Module handle float16 float32 float64 bfloat16 int8 int16 int32 int64 uint8
+uint16 uint32 uint64 bool float8_e4m3 float8_e5m2 None True False self def class return for in if else with as
+""".split()
 RESERVED = frozenset([*keyword.kwlist, *_C_WORDS, *_TVM_WORDS])
 
 
@@ -199,7 +209,7 @@ def correspondence(a: str, b: str) -> dict[str, str] | None:
     if len(lines_a) != len(lines_b):
         return None
     mapping: dict[str, str] = {}
-    for la, lb in zip(lines_a, lines_b, strict=False):
+    for la, lb in zip(lines_a, lines_b):
         if la == lb:
             continue
         pairs = _token_by_token(tokens(la), tokens(lb))
@@ -223,7 +233,7 @@ def _token_by_token(ta: Tokens, tb: Tokens, renamed: Mapping[str, str] | None = 
     forward: dict[str, str] = {}
     backward: dict[str, str] = {}
     strings: list[tuple[str, str]] = []
-    for wa, wb, fa, fb, inside in zip(ta.words, tb.words, ta.fixed, tb.fixed, ta.quoted or (False,) * len(ta.words), strict=False):
+    for wa, wb, fa, fb, inside in zip(ta.words, tb.words, ta.fixed, tb.fixed, ta.quoted or (False,) * len(ta.words)):
         if inside:
             if wa != wb:
                 strings.append((wa, wb))

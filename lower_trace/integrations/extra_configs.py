@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 try:  # TileLang's TVM is importable once TileLang is
-    import tilelang
+    import tilelang  # noqa: F401
 except ImportError:
     pass
 import tvm

@@ -19,7 +19,7 @@ import threading
 from typing import Any
 
 try:  # TileLang's TVM is importable once TileLang is (and its passes registered)
-    import tilelang
+    import tilelang  # noqa: F401
 except ImportError:
     pass
 import tvm
@@ -111,7 +111,7 @@ def print_module(mod: Any) -> str:
     return mod.script()
 
 
-@functools.cache
+@functools.lru_cache(maxsize=None)
 def find_factory(name: str) -> FactoryRef | None:
     """The factory that builds the pass TVM calls `name`, with no arguments; None when no
     factory of that name builds it so (it needs arguments, or lives only in C++)."""

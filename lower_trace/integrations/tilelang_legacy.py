@@ -104,7 +104,7 @@ class LegacyTileLangIntegration:
             run = self._get_run()
             if run is None or _session.get() is not None:
                 return original(kernel, *args, **kwargs)
-            new_session = lambda: CompileSession(run, self._ir, entry="jit")
+            new_session = lambda: CompileSession(run, self._ir, entry="jit")  # noqa: E731
             return run_traced(run, _session, new_session, lambda: original(kernel, *args, **kwargs), attach=False)
 
         compile_and_create_adapter.__wrapped__ = original  # type: ignore[attr-defined]

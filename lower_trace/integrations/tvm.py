@@ -84,7 +84,7 @@ class TVMIntegration:
             run = self._get_run()
             if run is None or _session.get() is not None:
                 return original(*args, **kwargs)  # off, or inside a compile already traced
-            new_session = lambda: CompileSession(run, self._ir, entry=entry, edits=False)
+            new_session = lambda: CompileSession(run, self._ir, entry=entry, edits=False)  # noqa: E731
             return run_traced(run, _session, new_session, lambda: original(*args, **kwargs))
 
         compile_traced.__wrapped__ = original  # type: ignore[attr-defined]

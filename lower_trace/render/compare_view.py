@@ -26,7 +26,7 @@ def _kernel(label: str, where: str, kernel: KernelTrace) -> str:
 
 def config_text(a: KernelTrace, b: KernelTrace) -> str:
     """'tl.disable_shuffle_elect: A unset, B True' for each config the two compiles differ in."""
-    shown = lambda value: "unset" if value is None else repr(value) if isinstance(value, str) else str(value)
+    shown = lambda value: "unset" if value is None else repr(value) if isinstance(value, str) else str(value)  # noqa: E731
     return "; ".join(f"{key}: A {shown(va)}, B {shown(vb)}" for key, (va, vb) in config_difference(a, b).items())
 
 

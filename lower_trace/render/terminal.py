@@ -13,7 +13,7 @@ from typing import TextIO
 from lower_trace.analysis import text_diff
 from lower_trace.config import color_wanted
 from lower_trace.model import CodegenRecord, EditStatus, ErrorInfo, KernelState, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus
-from lower_trace.text_safety import UNSAFE_RANGES, plural, printable, printable_line, printable_lines
+from lower_trace.text_safety import UNSAFE_RANGES, plural, printable, printable_line, printable_lines  # noqa: F401  (re-exported)
 
 Snapshots = Callable[[str], "str | None"]
 

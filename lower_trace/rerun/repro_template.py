@@ -14,7 +14,7 @@ are brought back exactly) and runs FILL_NAMES on it, under the original target a
 FILL_EXPECT
 """
 
-import importlib
+import importlib  # noqa: F401  (the passes' arguments may name modules through it)
 import json
 import os
 import sys
@@ -29,7 +29,7 @@ FILL_FACTORY_MODULES: tuple[str, ...] = ()
 FILL_ANONYMOUS: tuple[str, ...] = ()
 # </template only>
 if FILL_TILELANG:
-    import tilelang
+    import tilelang  # noqa: F401  (registers TileLang's passes and IR nodes)
     from tilelang import tvm
 else:
     import tvm
