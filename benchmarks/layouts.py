@@ -22,7 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from overhead import Config, configurations  # noqa: E402
+from overhead import Config, configurations
 
 # TileLang's built-in tracer is one of the rows: its module must stay TileLang's own (lower-trace
 # drives it otherwise, see lower_trace/seed_api.py); set before anything imports it.

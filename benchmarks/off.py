@@ -70,7 +70,7 @@ def main() -> int:
     code = compile(line, "lower_trace_startup.pth", "exec")  # site compiles the line at every start, then runs it
 
     def hook() -> None:
-        exec(code, {})  # noqa: S102 - the .pth line itself
+        exec(code, {})
         sys.meta_path[:] = before
 
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("TL_LOWER_TRACE")}

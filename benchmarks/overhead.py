@@ -122,7 +122,7 @@ def measure_all(configs: list[Config], build, target, repeat: int) -> list[tuple
                     settled[index].append(until_idle)
             finally:
                 shutil.rmtree(trace_dir, ignore_errors=True)
-    return [(statistics.median(t), statistics.median(u), size) for t, u, size in zip(times, settled, sizes)]
+    return [(statistics.median(t), statistics.median(u), size) for t, u, size in zip(times, settled, sizes, strict=False)]
 
 
 def main() -> int:
@@ -144,7 +144,7 @@ def main() -> int:
     for name, build in builders.items():
         results = measure_all(configs, build, target, args.repeat)
         base = results[0][0]
-        for config, (median, idle, per_kernel) in zip(configs, results):
+        for config, (median, idle, per_kernel) in zip(configs, results, strict=False):
             print(
                 f"{name:<12} {config.label:<28} {median * 1000:>9.1f} {median / base:>10.2f}x"
                 f" {idle * 1000:>8.1f} {idle / base:>10.2f}x {per_kernel / 1024:>18.1f}"

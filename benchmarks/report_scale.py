@@ -101,7 +101,7 @@ def interact(report: str, browser, kernel_id: str) -> tuple[float, float]:
     page.wait_for_selector("body[data-ready='1']", timeout=60000)
     started = time.perf_counter()
     page.click(f'#kernels .kernel-row[data-kernel="{kernel_id}"]')
-    wait_for(page, "() => !document.body.dataset.loading && location.hash.startsWith('#%s/')" % kernel_id)
+    wait_for(page, f"() => !document.body.dataset.loading && location.hash.startsWith('#{kernel_id}/')")
     opened = time.perf_counter() - started
     started = time.perf_counter()
     page.fill("#search", r"T\.launch_thread")
@@ -167,9 +167,8 @@ def sweeps(counts, target, browser) -> list[dict]:
     from report_fixtures import sweep_report
 
     base_dir = tempfile.mkdtemp(prefix="lt-sweep-base-")
-    with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink):
-        with lower_trace.trace(mode="html", trace_dir=base_dir) as run:
-            lower_all(variants(5), target)
+    with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink), lower_trace.trace(mode="html", trace_dir=base_dir) as run:
+        lower_all(variants(5), target)
     trace = lower_trace.load_trace(run.run_dir)
     rows = []
     for count in counts:
@@ -178,7 +177,7 @@ def sweeps(counts, target, browser) -> list[dict]:
         spent = [0.0]
         add_kernel = ReportWriter.add_kernel
 
-        def timed(self, kernel, text_of):  # the writer's own time, not the fixture's making of variants
+        def timed(self, kernel, text_of, add_kernel=add_kernel, spent=spent):  # the writer's own time, not the fixture's making of variants
             started = time.perf_counter()
             add_kernel(self, kernel, text_of)
             spent[0] += time.perf_counter() - started

@@ -10,6 +10,7 @@ remove it).
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from importlinter import Contract, ContractCheck, fields, output
@@ -35,7 +36,7 @@ class NoCycles(Contract):
                 if back:  # importer -> imported -> ... -> importer
                     cycle = (importer, *back)
                     cycles.setdefault(frozenset(cycle), cycle)
-        found = [[_step(graph, a, b) for a, b in zip(cycle, cycle[1:])] for cycle in sorted(cycles.values())]
+        found = [[_step(graph, a, b) for a, b in itertools.pairwise(cycle)] for cycle in sorted(cycles.values())]
         return ContractCheck(kept=not found, metadata={"cycles": found})
 
     def render_broken_contract(self, check: ContractCheck) -> None:

@@ -20,7 +20,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # support.py, kernels.py, report_fixtures.py
 
-from support import browser_missing, installed, pythonpath  # noqa: E402
+from support import browser_missing, installed, pythonpath
 
 # What a test module may need that a venv of the support matrix may lack (tvm-0.27 has no TileLang).
 OPTIONAL = ("tilelang", "tvm", "torch", "hypothesis", "playwright")

@@ -28,10 +28,9 @@ def layouts_run(trace_dir):
 
     target = tvm.target.Target(CUDA)
     funcs = {"gemm": kernels.gemm(), "row_sum": kernels.row_sum(), "flash_attention": kernels.flash_attention()}
-    with lower_trace.trace(mode="html", trace_dir=trace_dir) as run:
-        with target:
-            for func in funcs.values():
-                tilelang.lower(func, target=target)
+    with lower_trace.trace(mode="html", trace_dir=trace_dir) as run, target:
+        for func in funcs.values():
+            tilelang.lower(func, target=target)
     truth = {name: truth_of(modules_after_layout_inference(func, target)) for name, func in funcs.items()}
     return lower_trace.load_trace(run.run_dir), truth
 
@@ -52,7 +51,8 @@ def modules_after_layout_inference(func, target):
         def create_pass_instrument(self):
             return tl.StackedPassInstrument(Observer())
 
-    with tl.compile_pass_instrumentation(name="truth", tools=[Tool()], include_default_tools=False):
+    # The PassContext is made inside the instrumentation's block: it asks that block for its instruments.
+    with tl.compile_pass_instrumentation(name="truth", tools=[Tool()], include_default_tools=False):  # noqa: SIM117
         with tilelang.transform.PassContext(opt_level=3, instruments=tl.create_pass_instruments()), target:
             tilelang.lower(func, target=target, enable_device_compile=False)
     (mod,) = seen

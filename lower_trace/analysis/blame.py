@@ -133,7 +133,7 @@ def blame_lines(changes: list[Change]) -> list[BlamedLine]:
             kept[j] = owners[i]
         lines, owners = new, kept
         seen.setdefault(change.after, owners)
-    return [BlamedLine(text, by) for text, by in zip(lines, owners)]
+    return [BlamedLine(text, by) for text, by in zip(lines, owners, strict=False)]
 
 
 def pattern_history(changes: list[Change], pattern: re.Pattern[str]) -> PatternHistory:

@@ -238,7 +238,7 @@ def compare(first: Side, second: Side, ignore: Sequence[str] = (), up_to_renamin
         divergence = _innermost(rows, divergence.row)
     sources_a, sources_b = _sources(first, 0, text), _sources(second, 1, text)
     same_source = len(sources_a) == len(sources_b) and all(
-        ra == rb and same(sa, sb) for (ra, sa), (rb, sb) in zip(sources_a, sources_b)
+        ra == rb and same(sa, sb) for (ra, sa), (rb, sb) in zip(sources_a, sources_b, strict=False)
     )
     if divergence is None and not same_source and last_one_sided is not None:
         divergence = Divergence("one-sided", *last_one_sided)

@@ -209,7 +209,7 @@ def correspondence(a: str, b: str) -> dict[str, str] | None:
     if len(lines_a) != len(lines_b):
         return None
     mapping: dict[str, str] = {}
-    for la, lb in zip(lines_a, lines_b):
+    for la, lb in zip(lines_a, lines_b, strict=False):
         if la == lb:
             continue
         pairs = _token_by_token(tokens(la), tokens(lb))
@@ -233,7 +233,7 @@ def _token_by_token(ta: Tokens, tb: Tokens, renamed: Mapping[str, str] | None = 
     forward: dict[str, str] = {}
     backward: dict[str, str] = {}
     strings: list[tuple[str, str]] = []
-    for wa, wb, fa, fb, inside in zip(ta.words, tb.words, ta.fixed, tb.fixed, ta.quoted or (False,) * len(ta.words)):
+    for wa, wb, fa, fb, inside in zip(ta.words, tb.words, ta.fixed, tb.fixed, ta.quoted or (False,) * len(ta.words), strict=False):
         if inside:
             if wa != wb:
                 strings.append((wa, wb))

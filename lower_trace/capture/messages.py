@@ -68,7 +68,7 @@ class Messages:
             if entry.counted and entry.summary:
                 labels = [label for label in entry.labels if label]
                 by = labels[0] if len(labels) == 1 else ", ".join(f"{label} {entry.labels[label]}" for label in labels)
-                text = _COUNTED.sub(lambda w: plural(entry.counted, w.group(1), w.group(2)), entry.summary)
+                text = _COUNTED.sub(lambda w, n=entry.counted: plural(n, w.group(1), w.group(2)), entry.summary)
                 self._write(text.replace("{n}", str(entry.counted)).replace("{by}", by or "kernels"))
 
     def _write(self, text: str) -> None:

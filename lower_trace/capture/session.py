@@ -545,7 +545,7 @@ class CompileSession:
             if open_pass is failing and error is not None and not interrupted:
                 failure = error_info(error)
                 folder = self._reproduce(ordered, failure)
-                self.worker.submit(lambda: self._write_pass(failing, None, 0.0, PassStatus.FAILED, failure, folder))
+                self.worker.submit(lambda failure=failure, folder=folder: self._write_pass(failing, None, 0.0, PassStatus.FAILED, failure, folder))
             else:
                 if interrupted:
                     note = ErrorInfo("KeyboardInterrupt", "interrupted (Ctrl-C) while this pass ran")

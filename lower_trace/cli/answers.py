@@ -34,7 +34,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.html and len(kernels_a) != 1:
         raise UsageError(f"--html shows one comparison; pick one kernel of each as RUN:KERNEL (A: {kernel_list(kernels_a)})")
     color = color_wanted_by(args)
-    pairs = list(zip(kernels_a, kernels_b))
+    pairs = list(zip(kernels_a, kernels_b, strict=False))
     if len(pairs) > 1 and not args.json:
         write_pairs(sys.stdout, pairs)
     results = [

@@ -132,7 +132,7 @@ def _plan(trace: Trace, kernel: KernelTrace, record: PassRecord, compiler: Any, 
     if not start.input or not trace.ir_json(start.input):
         raise UsageError(f"the input of {start.seq} {start.name} ({kernel.kernel_id}) was not kept; {REPLAY_HINT}")
     builds = [build(p) for p in stretch]
-    missing = next(((p, b) for p, b in zip(stretch, builds) if isinstance(b, str)), None)
+    missing = next(((p, b) for p, b in zip(stretch, builds, strict=False) if isinstance(b, str)), None)
     if missing is not None:
         raise UsageError(f"{missing[0].seq} {missing[1]}; start after it")
     return [b for b in builds if isinstance(b, PassBuild)], start, why

@@ -141,7 +141,7 @@ def align(old_text: str, new_text: str) -> Alignment:
     matcher = difflib.SequenceMatcher(None, [tuple(t) for t in old_lines], [tuple(t) for t in new_lines], autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
-            for i, j in zip(range(i1, i2), range(j1, j2)):
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=False):
                 pairs.extend((old_at[i] + k, new_at[j] + k) for k in range(old_lines[i].count(MASK)))
         elif op == "replace":
             old_tokens = [tok for line in old_lines[i1:i2] for tok in line]
@@ -308,7 +308,7 @@ def with_literals(text: str, constants: tuple[str, ...]) -> str:
     if len(literals) != len(constants):
         return text
     pieces, at = [], 0
-    for literal, value in zip(literals, constants):
+    for literal, value in zip(literals, constants, strict=False):
         pieces.append(text[at : literal.start])
         pieces.append(value)
         at = literal.end

@@ -271,7 +271,7 @@ class EditStore:
             if not exact and alignment.similarity < SUCCESSOR_SIMILARITY:
                 continue
             open_names = set(names)
-            wanted = tuple(variant.constants[j] for _, j in alignment.pairs) + (variant.config,)
+            wanted = (*tuple(variant.constants[j] for _, j in alignment.pairs), variant.config)
             same = [name for name in by_literals.get(wanted, ()) if name in open_names]
             if same:  # the usual case, found without comparing to every copy
                 candidates = [(len(wanted), name) for name in same]
@@ -280,7 +280,7 @@ class EditStore:
             else:
                 candidates = []
                 for literals, members in by_literals.items():
-                    agree = sum(a == b for a, b in zip(literals, wanted))
+                    agree = sum(a == b for a, b in zip(literals, wanted, strict=False))
                     candidates.extend((agree, name) for name in members if name in open_names)
             for agree, name in candidates:
                 score = (-agree, self._copies[name].order)
@@ -301,7 +301,7 @@ class EditStore:
             for name, entry in self._copies.items():
                 constants = self._constants(entry) if entry.reference == reference else None
                 if constants is not None:
-                    literals = tuple(constants[i] for i, _ in alignment.pairs) + (entry.config,)
+                    literals = (*tuple(constants[i] for i, _ in alignment.pairs), entry.config)
                     by_literals.setdefault(literals, []).append(name)
             self._projections[key] = (alignment, by_literals)
         return self._projections[key]
@@ -352,7 +352,7 @@ class EditStore:
         """The copy `name` now belongs to `variant` (a new copy, or one that changed code takes over)."""
         reference = self._reference_for(variant)
         base = analyse(self._ref_text(reference) or variant.text).constants
-        differs = tuple((i, c) for i, (c, b) in enumerate(zip(variant.constants, base)) if c != b)
+        differs = tuple((i, c) for i, (c, b) in enumerate(zip(variant.constants, base, strict=False)) if c != b)
         # `taken` orders take-overs (which code the kernel left, see left_behind); a failed edit stays failed.
         failed = self._copies[name].failed if name in self._copies else ""
         entry = IndexEntry(
@@ -491,10 +491,10 @@ class EditStore:
         out = []
         for group, names in self._groups.items():
             entries = [self._copies[name] for name in names]
-            told = tell_apart([(n, e.skeleton, self._ref_text(e.reference), self._constants(e), e.config) for n, e in zip(names, entries)])
-            behind = left_behind(dict(zip(names, entries)))
+            told = tell_apart([(n, e.skeleton, self._ref_text(e.reference), self._constants(e), e.config) for n, e in zip(names, entries, strict=False)])
+            behind = left_behind(dict(zip(names, entries, strict=False)))
             others = [g for g in self._groups if g.kernel == group.kernel and g.role == group.role and g != group]
-            for name, entry in zip(names, entries):
+            for name, entry in zip(names, entries, strict=False):
                 parts = [entry.signature] if others or len(names) == 1 else []
                 if any(g.signature == group.signature for g in others):  # the same buffers in another language
                     parts.append(f"for {group.language}")

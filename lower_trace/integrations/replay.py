@@ -111,7 +111,7 @@ def print_module(mod: Any) -> str:
     return mod.script()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def find_factory(name: str) -> FactoryRef | None:
     """The factory that builds the pass TVM calls `name`, with no arguments; None when no
     factory of that name builds it so (it needs arguments, or lives only in C++)."""

@@ -173,13 +173,13 @@ class _Rewriter:
         kind = type(obj).__name__
         old = _children(obj)
         new = [self.rewrite(child) for child in old]
-        if not any(isinstance(a, self.object_type) and a.__chandle__() != b.__chandle__() for a, b in zip(old, new)):
+        if not any(isinstance(a, self.object_type) and a.__chandle__() != b.__chandle__() for a, b in zip(old, new, strict=False)):
             return obj
         if kind == "Array":
             return self.array(*new)
         if kind == "Map":
             return self.map(*new)
         args: list[Any] = [_type_key(obj)]
-        for (name, _), value in zip(_fields(obj), new):
+        for (name, _), value in zip(_fields(obj), new, strict=False):
             args += [name, value]
         return self.make(*args)

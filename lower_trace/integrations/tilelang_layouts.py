@@ -47,7 +47,7 @@ def fragment_layouts(mod: Any) -> tuple[FragmentLayout, ...]:
             continue
         maps: list[Any] = []
 
-        def visit(node: Any) -> None:
+        def visit(node: Any, maps: list[Any] = maps) -> None:  # called right here, once per node
             if isinstance(node, block_types) and "layout_map" in node.annotations:
                 maps.append(node.annotations["layout_map"])
 

@@ -276,7 +276,7 @@ class TVMIR:
         language = next((lang for key, lang in _LANGUAGE_OF_CODEGEN if key in function), "")
         try:
             kind = str(target.kind.name)
-            arch = target.attrs["arch"] if "arch" in target.attrs else ""
+            arch = target.attrs.get("arch", "")
             text = kind + (f" -arch={arch}" if arch else "")
         except Exception:
             text = str(target)

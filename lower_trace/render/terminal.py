@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import TextIO
+from typing import ClassVar, TextIO
 
 from lower_trace.analysis import text_diff
 from lower_trace.config import color_wanted
@@ -19,7 +19,7 @@ Snapshots = Callable[[str], "str | None"]
 
 
 class Palette:
-    _CODES = {
+    _CODES: ClassVar[dict[str, str]] = {
         "bold": "1",
         "dim": "2",
         "red": "31",

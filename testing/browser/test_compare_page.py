@@ -14,8 +14,8 @@ from report_fixtures import EVIL_IR, EVIL_NAME, Page, hostile_run
 
 pytest.importorskip("tilelang")
 
-import kernels  # noqa: E402
-from support import lower_trace_cli  # noqa: E402
+import kernels
+from support import lower_trace_cli
 
 # k1 gemm, k2 gemm without shuffle-elect (same passes, one behaves differently), k3 gemm without
 # warp specialization (fewer passes), k4 / k5 two variants of one kernel, k6 = k1 again.
@@ -31,14 +31,13 @@ def sweep_trace(tmp_path_factory):
 
     target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
     configs = [{}, {"tl.disable_shuffle_elect": True}, {"tl.disable_warp_specialized": True}]
-    with lower_trace.trace(mode="html", trace_dir=str(tmp_path_factory.mktemp("cmp"))) as run:
-        with target:
-            for config in configs:
-                with tvm.transform.PassContext(config=config):
-                    tilelang.lower(kernels.gemm(), target=target)
-            tilelang.lower(kernels.scaled_add(factor=3.0), target=target)
-            tilelang.lower(kernels.scaled_add(factor=5.0), target=target)
-            tilelang.lower(kernels.gemm(), target=target)
+    with lower_trace.trace(mode="html", trace_dir=str(tmp_path_factory.mktemp("cmp"))) as run, target:
+        for config in configs:
+            with tvm.transform.PassContext(config=config):
+                tilelang.lower(kernels.gemm(), target=target)
+        tilelang.lower(kernels.scaled_add(factor=3.0), target=target)
+        tilelang.lower(kernels.scaled_add(factor=5.0), target=target)
+        tilelang.lower(kernels.gemm(), target=target)
     return load_trace(run.run_dir)
 
 
@@ -85,7 +84,7 @@ def test_the_page_compares_as_python_does(opened, sweep_trace):
         PAIRS,
     )
     kinds = set()
-    for (a, b), page in zip(PAIRS, got):
+    for (a, b), page in zip(PAIRS, got, strict=False):
         result = python_compare(sweep_trace, a, b)
         assert page["rows"] == [row_key(row) for row in result.rows], (a, b)
         divergence = result.divergence and [result.divergence.kind, result.divergence.row]
@@ -258,10 +257,9 @@ def named_trace(tmp_path_factory):
     import lower_trace
 
     target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-    with lower_trace.trace(mode="html", trace_dir=str(tmp_path_factory.mktemp("named"))) as run:
-        with target:
-            for func in (kernels.gemm().with_attr("global_symbol", "main"), kernels.gemm(), kernels.elementwise_add(), kernels.elementwise_add(block_N=1)):
-                tilelang.lower(func, target=target)
+    with lower_trace.trace(mode="html", trace_dir=str(tmp_path_factory.mktemp("named"))) as run, target:
+        for func in (kernels.gemm().with_attr("global_symbol", "main"), kernels.gemm(), kernels.elementwise_add(), kernels.elementwise_add(block_N=1)):
+            tilelang.lower(func, target=target)
     return load_trace(run.run_dir)
 
 

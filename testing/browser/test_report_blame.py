@@ -39,7 +39,7 @@ def test_the_page_blames_every_line_as_python_does(gemm_page, real_trace):
         [kernel.kernel_id, seqs],
     )
     assert len(seqs) > 60
-    for seq, blamed in zip(seqs, page_blame):
+    for seq, blamed in zip(seqs, page_blame, strict=False):
         assert blamed == python_blame(real_trace, kernel, seq), seq
     final = page_blame[-1]
     assert len({by for _, by in final}) > 5  # many passes made the final IR, not one

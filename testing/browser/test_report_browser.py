@@ -284,7 +284,7 @@ def test_page_diff_is_a_minimal_edit_script(browser, tmp_path):
             })""",
             cases,
         )
-        for (a, b), (equal, stats) in zip(cases, results):
+        for (a, b), (equal, stats) in zip(cases, results, strict=False):
             x, y = LTLines(a), LTLines(b)
             assert equal == lcs(x, y)
             assert stats["added"] == len(y) - equal and stats["removed"] == len(x) - equal
@@ -345,9 +345,8 @@ def test_a_compile_that_fails_outside_any_pass_opens_on_its_error(browser, tmp_p
     (working,) = glob.glob(str(tmp_path / "*" / "edits" / "vector_add.c"))
     text = open(working).read()
     open(working, "w").write(text.replace("(A[i] + B[i]);", "(A[i] + B[i]) oops;"))
-    with pytest.raises(Exception):
-        with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
-            tilelang.compile(kernels.vector_add_c(), target="c", execution_backend="cython")
+    with pytest.raises(Exception), lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+        tilelang.compile(kernels.vector_add_c(), target="c", execution_backend="cython")
     view = Page(browser, run.report_path)
     try:
         page = view.page

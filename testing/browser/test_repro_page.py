@@ -27,9 +27,8 @@ def lower(func):
 def test_the_report_shows_the_reproducer_command(browser, tmp_path):
     from report_fixtures import Page
 
-    with pytest.raises(Exception):
-        with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
-            lower(kernels.transposed_fragment())
+    with pytest.raises(Exception), lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+        lower(kernels.transposed_fragment())
     (failed,) = [p for p in lower_trace.load_trace(run.run_dir).kernels[0].passes if p.status is PassStatus.FAILED]
     view = Page(browser, os.path.join(run.run_dir, "report.html"))
     try:

@@ -108,7 +108,7 @@ def test_the_run_chart_ranks_step_names_over_a_sweep_and_opens_the_slowest(brows
     truth = run_timing(kernels)
     rows = _chart_rows(page)
     names = [r["texts"][0] for r in rows]
-    assert len(rows) == 40 and all(n == t.name or (n.endswith("…") and t.name.startswith(n[:-1])) for n, t in zip(names, truth))
+    assert len(rows) == 40 and all(n == t.name or (n.endswith("…") and t.name.startswith(n[:-1])) for n, t in zip(names, truth, strict=False))
     assert [r["kernel"] + "/" + r["seq"] for r in rows] == [f"{t.max_kernel}/{t.max_seq}" for t in truth[:40]]
     first = truth[0]
     compile_ms = sum(max(k.ms, sum(t.self_ms for t in kernel_timing(k))) for k in kernels)
@@ -142,7 +142,7 @@ def test_the_run_chart_of_one_kernel_says_one_kernel_and_shares_of_its_compile(b
         "rows => rows.map(g => [...g.querySelectorAll('text')].map(t => t.textContent).concat(g.querySelector('title').textContent))",
     )
     truth = {t.name: t for t in run_timing([gemm])}
-    for name, self_ms, pct, calls, *_, tip in rows:
+    for name, _self_ms, pct, _calls, *_, tip in rows:
         t = truth[name] if name in truth else next(t for n, t in truth.items() if n.startswith(name[:-1]))
         assert pct == f"{100 * t.self_ms / compile_ms:.1f}%"
         assert f" over {t.calls} call{'' if t.calls == 1 else 's'} in 1 kernel;" in tip, tip

@@ -71,7 +71,7 @@ def layouts_in(mod):
             for item in value:
                 values(item)
 
-    for gv, func in sorted(mod.functions.items(), key=lambda item: item[0].name_hint):
+    for _gv, func in sorted(mod.functions.items(), key=lambda item: item[0].name_hint):
         if isinstance(func, tir.PrimFunc):
             tir.stmt_functor.post_order_visit(func.body, lambda node: values(node.annotations) if hasattr(node, "annotations") else None)
     return found

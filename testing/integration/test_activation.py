@@ -196,7 +196,7 @@ def test_a_process_killed_mid_compile_leaves_a_trace_that_reports(run_python, tm
     proc = run_python(KILLED, env={"TL_LOWER_TRACE": "html"}, check=False)
     assert proc.returncode == -9
     root = tmp_path / "tmp" / "lower_trace_dir"
-    (manifest,) = runs_under(root)
+    (_manifest,) = runs_under(root)
     import lower_trace
     from lower_trace.model import KernelStatus
 

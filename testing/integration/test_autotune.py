@@ -183,7 +183,7 @@ def test_autotuner_pool_traces_each_config_as_its_own_kernel(tmp_path, tilelang,
             else:
                 sources[config["block"]] = compile_args.compile_program(kernels.tiled_axpy(N=N, **config)).get_kernel_source()
     alone_trace = lower_trace.load_trace(run.run_dir)
-    for config, kernel in zip(CONFIGS, sorted(alone_trace.kernels, key=lambda k: int(k.kernel_id[1:]))):
+    for config, kernel in zip(CONFIGS, sorted(alone_trace.kernels, key=lambda k: int(k.kernel_id[1:])), strict=False):
         alone["nested" if config.get("nested") else config["block"]] = kernel
 
     tuner = cpu_tuner(CONFIGS)
@@ -324,7 +324,7 @@ def assert_matches_witness(trace, kernel, expected):
     """The kernel's passes are exactly the witnessed ones: names (TileLang's anonymous `pass_fn`
     is named after its factory by lower-trace), and the IR before and after each."""
     assert len(kernel.passes) == len(expected), (kernel.name, len(kernel.passes), len(expected))
-    for record, (name, before, after) in zip(kernel.passes, expected):
+    for record, (name, before, after) in zip(kernel.passes, expected, strict=False):
         assert record.name == name or name == "pass_fn", (record.name, name)
         assert trace.snapshot(record.before) == before, record.name
         if after is None:
@@ -475,7 +475,7 @@ def test_jit_kernels_specialised_from_threads_give_the_same_results_traced(tmp_p
     untraced, untraced_eager = run_jit_from_threads(torch)
     with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
         traced, traced_eager = run_jit_from_threads(torch)
-    for (n, factor, _), (lazy_a, eager_a, src_a), (lazy_b, eager_b, src_b) in zip(SPECS, untraced, traced):
+    for (n, factor, _), (lazy_a, eager_a, src_a), (lazy_b, eager_b, src_b) in zip(SPECS, untraced, traced, strict=False):
         expected = torch.arange(n, dtype=torch.float32) * factor + 0.5
         assert torch.equal(lazy_a, lazy_b) and torch.equal(eager_a, eager_b) and torch.allclose(lazy_b, expected)
         assert torch.equal(eager_b, lazy_b)

@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("tilelang")
 
-from lower_trace.model import PassStatus  # noqa: E402
-from lower_trace.rerun.bisection import KNOWN_REQUIRED, Bisector  # noqa: E402
-from support import TESTING, lower_trace_cli  # noqa: E402
+from lower_trace.model import PassStatus
+from lower_trace.rerun.bisection import KNOWN_REQUIRED, Bisector
+from support import TESTING, lower_trace_cli
 
 CHECK = """
 import sys

@@ -17,9 +17,9 @@ from lower_trace.analysis.blame import blame_lines, final_text, history, pattern
 
 pytest.importorskip("tilelang")
 
-import kernels  # noqa: E402
-from report_fixtures import lcs  # noqa: E402
-from support import lower_trace_cli  # noqa: E402
+import kernels
+from report_fixtures import lcs
+from support import lower_trace_cli
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +35,8 @@ def traced(tmp_path_factory):
     def run(func):
         name = func.attrs["global_symbol"]
         if name not in made:
-            with lower_trace.trace(mode="html", trace_dir=tmp_path_factory.mktemp("blame") / name) as run_:
-                with target:
-                    tilelang.lower(func, target=target)
+            with lower_trace.trace(mode="html", trace_dir=tmp_path_factory.mktemp("blame") / name) as run_, target:
+                tilelang.lower(func, target=target)
             trace = lower_trace.load_trace(run_.run_dir)
             made[name] = func, (trace.kernels[0], trace)
         assert tvm.ir.structural_equal(made[name][0], func), f"another {name} than the one traced"

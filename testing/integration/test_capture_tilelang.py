@@ -86,9 +86,8 @@ def test_other_kernels_trace_completely(tmp_path, lower_cuda, name):
 def test_a_failing_pass_is_recorded_and_its_exception_reaches_the_caller(tmp_path, lower_cuda):
     with pytest.raises(Exception) as untraced:
         lower_cuda(kernels.nested_parallel())
-    with pytest.raises(Exception) as traced_err:
-        with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
-            lower_cuda(kernels.nested_parallel())
+    with pytest.raises(Exception) as traced_err, lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+        lower_cuda(kernels.nested_parallel())
     # The caller sees exactly what it sees without tracing.
     assert type(traced_err.value) is type(untraced.value)
     assert str(traced_err.value) == str(untraced.value)
@@ -121,9 +120,8 @@ def test_terminal_mode_shows_a_failure_with_the_ir_it_received(tmp_path, lower_c
 
 
 def test_host_codegen_is_captured_apart_from_device_codegen(tmp_path, lower_cuda, tilelang, cuda_target):
-    with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
-        with cuda_target:
-            artifact = tilelang.lower(kernels.elementwise_add(), target=cuda_target, enable_host_codegen=True)
+    with lower_trace.trace(mode="html", trace_dir=tmp_path) as run, cuda_target:
+        artifact = tilelang.lower(kernels.elementwise_add(), target=cuda_target, enable_host_codegen=True)
     (kernel,) = lower_trace.load_trace(run.run_dir).kernels
     trace = lower_trace.load_trace(run.run_dir)
     device, host = kernel.codegen
@@ -262,7 +260,7 @@ def test_snapshots_match_what_an_independent_printer_sees(tmp_path, lower_cuda, 
     trace = lower_trace.load_trace(run.run_dir)
     (kernel,) = trace.kernels
     assert len(kernel.passes) == len(seen)
-    for record, (raw_name, before, after) in zip(kernel.passes, seen):
+    for record, (raw_name, before, after) in zip(kernel.passes, seen, strict=False):
         assert record.name == raw_name or raw_name == "pass_fn"
         assert trace.snapshot(record.before) == before, record.name
         assert trace.snapshot(record.after) == after, record.name

@@ -13,7 +13,7 @@ from lower_trace.analysis.compare import Side, align, compare
 
 pytest.importorskip("tilelang")
 
-import kernels  # noqa: E402
+import kernels
 
 
 @pytest.fixture
@@ -25,9 +25,8 @@ def traced(tmp_path, tilelang, cuda_target):
 
     def run(func, config=None):
         count[0] += 1
-        with lower_trace.trace(mode="html", trace_dir=tmp_path / f"t{count[0]}") as run_:
-            with tvm.transform.PassContext(config=config or {}), cuda_target:
-                tilelang.lower(func, target=cuda_target)
+        with lower_trace.trace(mode="html", trace_dir=tmp_path / f"t{count[0]}") as run_, tvm.transform.PassContext(config=config or {}), cuda_target:
+            tilelang.lower(func, target=cuda_target)
         trace = lower_trace.load_trace(run_.run_dir)
         (kernel,) = trace.kernels
         return kernel, trace
@@ -40,7 +39,7 @@ def side(kernel, trace):
 
 
 def first_behaving_differently(ka, ta, kb, tb):
-    for pa, pb in zip(ka.passes, kb.passes):
+    for pa, pb in zip(ka.passes, kb.passes, strict=False):
         if ta.snapshot(pa.before) == tb.snapshot(pb.before) and ta.snapshot(pa.after) != tb.snapshot(pb.after):
             return pa.seq, pb.seq
     return None
@@ -174,8 +173,8 @@ def test_variants_list_the_passes_that_changed_the_ir_on_one_side_only(traced):
 
     a, b = traced(kernels.elementwise_add()), traced(kernels.elementwise_add(block_N=1))  # block_N=1: nothing to vectorize
     result = compare(side(*a), side(*b))
-    truth_a = [pa.seq for pa, pb in zip(a[0].passes, b[0].passes) if (pa.status.value, pb.status.value) == ("changed", "unchanged")]
-    truth_b = [pb.seq for pa, pb in zip(a[0].passes, b[0].passes) if (pa.status.value, pb.status.value) == ("unchanged", "changed")]
+    truth_a = [pa.seq for pa, pb in zip(a[0].passes, b[0].passes, strict=False) if (pa.status.value, pb.status.value) == ("changed", "unchanged")]
+    truth_b = [pb.seq for pa, pb in zip(a[0].passes, b[0].passes, strict=False) if (pa.status.value, pb.status.value) == ("unchanged", "changed")]
     assert [p.name for p in a[0].passes] == [p.name for p in b[0].passes]
     assert [row.a.seq for row in result.changed_on_one_side(0)] == truth_a
     assert [row.b.seq for row in result.changed_on_one_side(1)] == truth_b
@@ -269,9 +268,8 @@ def test_a_pass_that_fails_on_one_side_is_said_to_fail(tmp_path, tilelang, cuda_
     from support import lower_trace_cli
 
     bad = {"tl.layout_cost_model": "nonsense"}
-    with pytest.raises(Exception) as untraced:
-        with tvm.transform.PassContext(config=bad), cuda_target:
-            tilelang.lower(kernels.row_sum(), target=cuda_target)
+    with pytest.raises(Exception) as untraced, tvm.transform.PassContext(config=bad), cuda_target:
+        tilelang.lower(kernels.row_sum(), target=cuda_target)
     runs = []
     for name, config in (("good", {}), ("bad", bad)):
         with lower_trace.trace(mode="html", trace_dir=tmp_path / name) as run:

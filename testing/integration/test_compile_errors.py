@@ -68,10 +68,8 @@ def test_an_nvcc_error_reads_as_nvcc_wrote_it(tmp_path, lower_cuda, tilelang, cu
     (working,) = (tmp_path / folder / "edits" / "elementwise_add.cu" for folder in os.listdir(tmp_path))
     source = working.read_text()
     working.write_text(source.replace('extern "C" __global__', 'int lower_trace_marker = oops;\nextern "C" __global__', 1))
-    with pytest.raises(Exception):
-        with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
-            with cuda_target:
-                tilelang.lower(kernels.elementwise_add(), target=cuda_target, enable_device_compile=True)
+    with pytest.raises(Exception), lower_trace.trace(mode="html", trace_dir=tmp_path) as run, cuda_target:
+        tilelang.lower(kernels.elementwise_add(), target=cuda_target, enable_device_compile=True)
     capsys.readouterr()
     assert main(["show", run.run_dir, "--no-diff", "--no-source", "--color", "never"]) == 0
     out = capsys.readouterr().out

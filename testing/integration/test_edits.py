@@ -10,7 +10,6 @@ import subprocess
 import pytest
 
 from lower_trace.edits.working_copies import EditStore
-from lower_trace.model import EditStatus
 from support import lower_trace_cli
 
 # Arguments: the scale factors to compile (one variant of `scale` each, in this order), and
@@ -292,7 +291,7 @@ def test_a_copy_that_no_longer_compiles_is_marked_stale(user, tmp_path):
     add.write_text(add.read_text().replace(") oops;", ");").replace("(A[i] + B[i])", "(A[i] - B[i])"))
     assert "stale" not in edits_listing(tmp_path)[0]["vector_add.c"]
     # The author changes the scale kernel (+ 1) and compiles factor 3 only: factor 5's copy is left behind.
-    changed, out_values = user("3", "plus")
+    _changed, out_values = user("3", "plus")
     assert out_values["ADD"] == "[-1.0, 0.0, 1.0, 2.0]" and out_values["SCALE:3.0"] == "[1.0, 4.0, 7.0, 10.0]"
     rows, out = edits_listing(tmp_path)
     current = {name for name in ("scale.c", five) if "+ 1.000000e+00f" in (folder / name).read_text()}
@@ -402,17 +401,14 @@ def test_cuda_edit_reaches_nvcc(tmp_path, lower_cuda, tilelang, cuda_target):
     source = working.read_text()
     marker = "#error LOWER_TRACE_EDIT_MARKER"
     working.write_text(source.replace('extern "C" __global__ void __launch_bounds__', marker + '\nextern "C" __global__ void __launch_bounds__', 1))
-    with pytest.raises(Exception) as err:
-        with lower_trace.trace(mode="html", trace_dir=tmp_path):
-            with cuda_target:
-                tilelang.lower(kernels.elementwise_add(), target=cuda_target, enable_device_compile=True)
+    with pytest.raises(Exception) as err, lower_trace.trace(mode="html", trace_dir=tmp_path), cuda_target:
+        tilelang.lower(kernels.elementwise_add(), target=cuda_target, enable_device_compile=True)
     text = str(err.value)
     assert f"{working}:" in text and "error: #error LOWER_TRACE_EDIT_MARKER" in text
     # With the edit undone, nvcc compiles the kernel.
     working.write_text(source)
-    with lower_trace.trace(mode="html", trace_dir=tmp_path):
-        with cuda_target:
-            artifact = tilelang.lower(kernels.elementwise_add(), target=cuda_target, enable_device_compile=True)
+    with lower_trace.trace(mode="html", trace_dir=tmp_path), cuda_target:
+        artifact = tilelang.lower(kernels.elementwise_add(), target=cuda_target, enable_device_compile=True)
     assert "__global__" in artifact.kernel_source
 
 

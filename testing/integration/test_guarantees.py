@@ -203,7 +203,7 @@ def test_two_processes_trace_into_one_folder(tmp_path):
         subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
     ]
     for proc in procs:
-        out, err = proc.communicate(timeout=300)
+        _out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
     runs = sorted(glob.glob(str(tmp_path / "shared" / "same" / "run-*")))
     assert len(runs) == 2

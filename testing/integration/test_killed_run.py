@@ -21,8 +21,8 @@ from lower_trace.model import CRASHED_NESTED, KernelStatus, PassStatus
 
 pytest.importorskip("tilelang")
 
-from shared_runs import clean_env  # noqa: E402
-from support import lower_trace_cli  # noqa: E402
+from shared_runs import clean_env
+from support import lower_trace_cli
 
 
 def test_the_passes_open_at_the_kill_are_incomplete_around_their_nested_passes(killed):

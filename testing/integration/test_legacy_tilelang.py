@@ -11,7 +11,7 @@ import pytest
 
 tilelang = pytest.importorskip("tilelang")
 try:
-    import tilelang.instrumentation  # noqa: F401
+    import tilelang.instrumentation
 
     pytest.skip("this TileLang has the instrumentation API (tested by the other modules)", allow_module_level=True)
 except ImportError:
@@ -104,9 +104,8 @@ def test_disable_restores_every_original_exactly(tmp_path):
 def test_a_failing_pass_is_recorded_and_reaches_the_caller(tmp_path):
     with pytest.raises(Exception) as untraced:
         lower_cuda(kernels.nested_parallel())
-    with pytest.raises(Exception) as traced:
-        with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
-            lower_cuda(kernels.nested_parallel())
+    with pytest.raises(Exception) as traced, lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+        lower_cuda(kernels.nested_parallel())
     assert type(traced.value) is type(untraced.value) and str(traced.value) == str(untraced.value)
     (kernel,) = lower_trace.load_trace(run.run_dir).kernels
     assert kernel.status is KernelStatus.FAILED
@@ -195,7 +194,7 @@ def test_layouts_come_back_exactly_and_replay_says_what_it_cannot_restore(tmp_pa
         restored, note = load_module(text)
         assert tvm.ir.save_json(restored) == text
         assert tvm.ir.structural_hash(restored) == tvm.ir.structural_hash(record.before) != tvm.ir.structural_hash(tvm.ir.load_json(text))
-        for mine, real in zip(recorder.layouts_in(restored), recorder.layouts_in(record.before)):
+        for mine, real in zip(recorder.layouts_in(restored), recorder.layouts_in(record.before), strict=False):
             assert tvm.ir.structural_equal(mine, real)
         assert ("thread range" in note) == (not reflected)
     with lower_trace.trace(mode="html", trace_dir=tmp_path, replay=True) as run:

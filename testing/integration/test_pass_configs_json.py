@@ -34,9 +34,8 @@ def configured(tmp_path, tilelang, cuda_target):
 
     runs = []
     for name, config in (("plain", {}), ("configured", CONFIGS)):
-        with lower_trace.trace(mode="html", trace_dir=str(tmp_path / name)) as run:
-            with tvm.transform.PassContext(config=config), cuda_target:
-                tilelang.lower(kernels.elementwise_add(), target=cuda_target)
+        with lower_trace.trace(mode="html", trace_dir=str(tmp_path / name)) as run, tvm.transform.PassContext(config=config), cuda_target:
+            tilelang.lower(kernels.elementwise_add(), target=cuda_target)
         runs.append(run.run_dir)
     return runs
 

@@ -100,9 +100,8 @@ def test_a_failing_pass_is_recorded(tmp_path):
         raise ValueError("broken on purpose")
 
     pipeline = tvm.transform.Sequential([tvm.tirx.transform.RemoveNoOp(), broken], name="my_pipeline")
-    with pytest.raises(Exception) as err:
-        with tvm.transform.PassContext(instruments=[lower_trace.instrument(mode="html", trace_dir=tmp_path)]):
-            pipeline(AddTIR)
+    with pytest.raises(Exception) as err, tvm.transform.PassContext(instruments=[lower_trace.instrument(mode="html", trace_dir=tmp_path)]):
+        pipeline(AddTIR)
     run = lower_trace.current_run()
     lower_trace.disable()
     assert "broken on purpose" in str(err.value)
@@ -131,9 +130,8 @@ def test_a_failing_tvm_pass_leaves_a_reproducer(tmp_path):
     with pytest.raises(Exception) as untraced:
         pipeline(AddTIR)
     truth = str(untraced.value).strip().splitlines()[0]
-    with pytest.raises(Exception):
-        with tvm.transform.PassContext(instruments=[lower_trace.instrument(mode="html", trace_dir=tmp_path / "t")]):
-            pipeline(AddTIR)
+    with pytest.raises(Exception), tvm.transform.PassContext(instruments=[lower_trace.instrument(mode="html", trace_dir=tmp_path / "t")]):
+        pipeline(AddTIR)
     run = lower_trace.current_run()
     lower_trace.disable()
     (kernel,) = lower_trace.load_trace(run.run_dir).kernels
@@ -147,9 +145,8 @@ def test_a_failing_tvm_pass_leaves_a_reproducer(tmp_path):
     def broken(mod, ctx):
         raise ValueError("broken on purpose")
 
-    with pytest.raises(Exception):
-        with tvm.transform.PassContext(instruments=[lower_trace.instrument(mode="html", trace_dir=tmp_path / "b")]):
-            broken(AddTIR)
+    with pytest.raises(Exception), tvm.transform.PassContext(instruments=[lower_trace.instrument(mode="html", trace_dir=tmp_path / "b")]):
+        broken(AddTIR)
     run = lower_trace.current_run()
     lower_trace.disable()
     (failed,) = [p for p in lower_trace.load_trace(run.run_dir).kernels[0].passes if p.status is PassStatus.FAILED]

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("tilelang")
 
-from lower_trace import load_trace  # noqa: E402
+from lower_trace import load_trace
 
 SUITE = '''
 import tilelang

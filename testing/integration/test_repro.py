@@ -58,9 +58,8 @@ def cli(*args, env=None):
 )
 def test_a_failed_pass_leaves_a_reproducer_that_raises_the_same_error(tmp_path, capfd, make, failing):
     truth_type, truth_line = untraced_error(make())
-    with pytest.raises(Exception):
-        with lower_trace.trace(mode="html", trace_dir=tmp_path / "trace") as run:
-            lower(make())
+    with pytest.raises(Exception), lower_trace.trace(mode="html", trace_dir=tmp_path / "trace") as run:
+        lower(make())
     (kernel,) = lower_trace.load_trace(run.run_dir).kernels
     (failed,) = [p for p in kernel.passes if p.status is PassStatus.FAILED]
     assert failed.name == failing and failed.repro and failed.input
@@ -79,9 +78,8 @@ def test_a_failed_pass_leaves_a_reproducer_that_raises_the_same_error(tmp_path, 
 
 
 def test_show_and_repro_command_name_the_reproducer(tmp_path):
-    with pytest.raises(Exception):
-        with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
-            lower(transposed_fragment())
+    with pytest.raises(Exception), lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+        lower(transposed_fragment())
     shown = cli("show", run.run_dir, "--color", "never")
     (failed,) = [p for p in lower_trace.load_trace(run.run_dir).kernels[0].passes if p.status is PassStatus.FAILED]
     assert f"reproduce it without your program: python {os.path.join(failed.repro, 'repro.py')}" in shown.stdout
@@ -126,10 +124,10 @@ def test_every_top_level_pass_replays_identically(replay_trace):
     trace, kernel, truth = replay_trace
     top = [p for p in kernel.passes if p.depth == 0]
     real = [p for p in truth if p.depth == 0]
-    assert len(top) == len(real) and all(a.name == b.name for a, b in zip(top, real) if b.name != "pass_fn")  # pass_fn: named after its factory
+    assert len(top) == len(real) and all(a.name == b.name for a, b in zip(top, real, strict=False) if b.name != "pass_fn")  # pass_fn: named after its factory
     assert all(p.input for p in kernel.passes)  # every pass's input was kept
     unbuildable = {}
-    for record, made in zip(top, real):
+    for record, made in zip(top, real, strict=False):
         build = replay.pass_build(record.name, record.call)
         if isinstance(build, str):
             unbuildable[record.seq] = build
@@ -228,9 +226,8 @@ def test_repro_of_a_lower_tile_op_failure_raises_the_recorded_error(tmp_path):
     placeholders came back as other variables), and --from an earlier pass works when its input was kept."""
     truth_type, truth_line = untraced_error(shape_mismatch())
     for replay, extra in ((False, ()), (True, ("--from", "tl.LayoutInference"))):
-        with pytest.raises(Exception):
-            with lower_trace.trace(mode="html", trace_dir=tmp_path / f"trace-{replay}", replay=replay) as run:
-                lower(shape_mismatch())
+        with pytest.raises(Exception), lower_trace.trace(mode="html", trace_dir=tmp_path / f"trace-{replay}", replay=replay) as run:
+            lower(shape_mismatch())
         out = tmp_path / f"report-{replay}"
         done = cli("repro", run.run_dir, "-o", str(out), *extra)
         assert done.returncode == 0, done.stderr

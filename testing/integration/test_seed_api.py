@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("tilelang.tools.lower_trace", reason="this TileLang has no built-in tracer module")
 
-import lower_trace  # noqa: E402
+import lower_trace
 
 # As docs/tools/lower_trace.md shows it ("Compilation instrumentation: enable() / disable()").
 DOCS_ENABLE = """
@@ -121,7 +121,7 @@ def test_the_one_shot_gives_what_tilelangs_own_gives(run_python, tmp_path):
     mine = json.loads((tmp_path / "ours" / "results.json").read_text())
     truth = json.loads((tmp_path / "theirs" / "results.json").read_text())
     assert len(mine) == len(truth) == 2
-    for a, b in zip(mine, truth):
+    for a, b in zip(mine, truth, strict=False):
         assert [sorted(entry) for entry in a] == [sorted(entry) for entry in b]
         assert a == b, "the same entries: names, scripts, diff lines and counts"
     assert [entry["changed"] for entry in mine[1]] == [True, False, False]

@@ -37,14 +37,14 @@ def test_list_json_matches_the_trace(trace, capsys):
     data = run_json(capsys, "list", trace.path, "--json")
     assert data["schema"] == 1 and data["run"]["run_id"] == trace.run.run_id and data["run"]["path"] == trace.path
     assert [k["id"] for k in data["kernels"]] == [k.kernel_id for k in trace.kernels]
-    for item, kernel in zip(data["kernels"], trace.kernels):
+    for item, kernel in zip(data["kernels"], trace.kernels, strict=False):
         assert (item["name"], item["passes"], item["changed"], item["failed"], item["status"]) == (
             kernel.name, len(kernel.passes), sum(p.status is PassStatus.CHANGED for p in kernel.passes),
             sum(p.status is PassStatus.FAILED for p in kernel.passes), kernel.status.value,
         )
         assert "steps" not in item
     with_steps = run_json(capsys, "list", trace.path, "--passes", "--json")
-    for item, kernel in zip(with_steps["kernels"], trace.kernels):
+    for item, kernel in zip(with_steps["kernels"], trace.kernels, strict=False):
         assert [(s["kind"], s["seq"]) for s in item["steps"]] == [("codegen" if isinstance(s, CodegenRecord) else "pass", s.seq) for s in kernel.steps]
     runs = run_json(capsys, "list", os.path.dirname(trace.path), "--runs", "--json")
     assert [r["run_id"] for r in runs["runs"]] == [trace.run.run_id] and runs["runs"][0]["kernels"] == len(trace.kernels)

