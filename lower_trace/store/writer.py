@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 from lower_trace.model import RunInfo, to_json
-from lower_trace.store.layout import FORMAT_VERSION, IR, MANIFEST, SNAPSHOTS, pack_ir
+from lower_trace.store.layout import FORMAT_VERSION, IR, MANIFEST, SNAPSHOTS, SnapshotPacker, pack_ir
 
 
 class TraceWriter:
@@ -30,11 +30,14 @@ class TraceWriter:
         self._stored: set[str] = set()
         self._ir: Any = None
         self._ir_stored: set[str] = set()
+        self._packer = SnapshotPacker()
+        self._unflushed: set[Any] = set()  # the files written since the last flush()
 
     def _open(self) -> None:
         if self._manifest is None:
             os.makedirs(self.run_dir, exist_ok=True)
             self._snapshots = open(os.path.join(self.run_dir, SNAPSHOTS), "a", encoding="ascii")
+            self._packer = SnapshotPacker()  # a new stream in a file (re)opened
             manifest = open(os.path.join(self.run_dir, MANIFEST), "a", encoding="ascii")
             header = {"type": "run", "format": FORMAT_VERSION, **to_json(self.run)}
             manifest.write(json.dumps(header) + "\n")
@@ -46,18 +49,19 @@ class TraceWriter:
         with self._lock:
             self._open()
             self._manifest.write(line)
+            self._unflushed.add(self._manifest)
 
     def add_snapshot(self, digest: str, text: str) -> None:
         """Store text under its digest once; later calls with the same digest cost nothing."""
         if digest in self._stored:
             return
-        line = json.dumps({"digest": digest, "text": text}) + "\n"
         with self._lock:
             if digest in self._stored:
                 return
             self._open()
             # Snapshots go out before any record that names them (records are written after).
-            self._snapshots.write(line)
+            self._snapshots.write(self._packer.line(digest, text))
+            self._unflushed.add(self._snapshots)
             self._stored.add(digest)
 
     def add_ir(self, digest: str, text: str, now: bool = False) -> None:
@@ -69,6 +73,7 @@ class TraceWriter:
                 if self._ir is None:
                     self._ir = open(os.path.join(self.run_dir, IR), "a", encoding="ascii")
                 self._ir.write(json.dumps({"digest": digest, "zjson": pack_ir(text)}) + "\n")
+                self._unflushed.add(self._ir)
                 self._ir_stored.add(digest)
             if now and self._ir is not None:
                 self._ir.flush()
@@ -82,11 +87,14 @@ class TraceWriter:
             self._manifest.flush()
 
     def flush(self) -> None:
+        if not self._unflushed:  # the worker asks whenever its queue runs dry: mostly nothing new
+            return
         with self._lock:
             # The snapshot pack first: a record on disk never names a snapshot that is not.
             for handle in (self._snapshots, self._ir, self._manifest):
-                if handle is not None:
+                if handle in self._unflushed:
                     handle.flush()
+            self._unflushed.clear()
 
     def close(self) -> None:
         with self._lock:
@@ -94,6 +102,7 @@ class TraceWriter:
                 if handle is not None:
                     handle.close()
             self._manifest = self._snapshots = self._ir = None
+            self._unflushed.clear()
 
     @property
     def started(self) -> bool:
