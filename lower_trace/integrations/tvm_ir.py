@@ -23,7 +23,7 @@ from lower_trace.capture.session import CompileSession, current_codegen
 from lower_trace.capture.sink import TraceSink
 from lower_trace.capture.tracker import GatedTracker, PassTracker
 from lower_trace.integrations import pass_calls, replay
-from lower_trace.integrations.tvm_print import ReusingPrinter, same_object, same_parts
+from lower_trace.integrations.tvm_print import ReusingPrinter, function_items, same_object, same_parts, structural_equal
 from lower_trace.model import FragmentLayout, PassCall
 from lower_trace.rerun.repro import PassBuild
 
@@ -293,20 +293,25 @@ class TVMIR:
 def _equal_part(a: Any, b: Any) -> bool:
     if a is None or b is None:
         return a is b
-    return same_object(a, b) or bool(tvm.ir.structural_equal(a, b))
+    return same_object(a, b) or structural_equal(a, b)
 
 
 def _equal_functions(a: Any, b: Any) -> bool:
     if same_object(a, b):
         return True
-    if len(a) != len(b):
+    ours, theirs = function_items(a), function_items(b)
+    if len(ours) != len(theirs):
         return False
-    theirs = {gv.name_hint: func for gv, func in b.items()}
-    for gv, func in a.items():
-        other = theirs.get(gv.name_hint)
-        if other is None or not (func.same_as(other) or same_parts(func, other) or tvm.ir.structural_equal(func, other)):
+    # Passes keep the GlobalVars (and the map keeps their order): pair the functions by position,
+    # by name only when the keys differ.
+    if not all(gv.same_as(other) for (gv, _), (other, _) in zip(ours, theirs)):
+        by_name = {gv.name_hint: func for gv, func in theirs}
+        if len(by_name) != len(theirs) or any(gv.name_hint not in by_name for gv, _ in ours):
             return False
-    return True
+        theirs = [(gv, by_name[gv.name_hint]) for gv, _ in ours]
+    return all(
+        func.same_as(other) or same_parts(func, other) or structural_equal(func, other) for (_, func), (_, other) in zip(ours, theirs)
+    )
 
 
 def _infer_phase(sites: list[Any], rules: PhaseRules) -> str:

@@ -30,12 +30,43 @@ import tvm_ffi
 from lower_trace.capture.ports import Identity
 
 _make_module = tvm.ir.module._ffi_api.IRModule
+# TVM's structural equality without its Python wrapper's conversions (a third of a small call).
+_node_equal = tvm_ffi.get_global_func("node.StructuralEqual", allow_missing=True)
+
+
+def structural_equal(a: Any, b: Any) -> bool:
+    if _node_equal is None:
+        return bool(tvm.ir.structural_equal(a, b))
+    return bool(_node_equal(a, b, False, False))
+
 _tir = getattr(tvm, "tirx", None) or tvm.tir  # TileLang's TVM names it tirx; Apache TVM tir
 _PRIM_FUNC: type = _tir.PrimFunc
 _FUNCTION_PARTS = ("body", "params", "buffer_map", "attrs")
 _BLOCK_START = "\n    @"  # a function block: its decorator, at the class body's indent
 _DEF = re.compile(r"    def ([A-Za-z_][A-Za-z0-9_]*)\(")
 _GLOBAL_REFERENCE = ("Module.", "I.GlobalVar")  # how a block names another function
+
+
+_ITEMS: dict[int, tuple[Any, list[tuple[Any, Any]]]] = {}  # by the map's address: (the map, held; its items)
+_ITEMS_KEPT = 32
+
+
+def function_items(functions: Any) -> list[tuple[Any, Any]]:
+    """A module's (GlobalVar, function) pairs. Reading a TVM map costs a few FFI calls per item, and a
+    pass's input map is the last pass's output map: each map is read once (the map is held, so its
+    address stays its own)."""
+    handle = getattr(functions, "__chandle__", None)
+    if handle is None:  # an FFI without addresses: read it again
+        return list(functions.items())
+    key = handle()
+    known = _ITEMS.get(key)
+    if known is not None:
+        return known[1]
+    items = list(functions.items())
+    if len(_ITEMS) >= _ITEMS_KEPT:
+        _ITEMS.clear()  # bounded: what the next passes need is put back at once
+    _ITEMS[key] = (functions, items)
+    return items
 
 
 class _Checks:
@@ -98,7 +129,9 @@ class ReusingPrinter:
         whole = lambda: self._print_ir(_make_module(functions, attrs, infos))  # noqa: E731
         if not CHECKS.enabled:
             return whole()
-        items = list(functions.items())
+        items = function_items(functions)
+        if len(items) < 2 and not self._blocks:
+            return whole()  # before the host/device split: nothing printed to reuse, nothing to learn
         names = frozenset(gv.name_hint for gv, _ in items)
         reused: dict[str, str] = {}
         parts: dict[Any, Any] = {}
@@ -111,7 +144,8 @@ class ReusingPrinter:
                 parts[gv] = function
         if not reused:
             text = whole()
-            self._learn(text, items, names, reused)
+            if len(items) > 1:  # a module of one function is learnt from the module it came out of
+                self._learn(text, items, names, reused)
             return text
         printed = self._print_ir(_make_module(tvm_ffi.Map(parts), attrs, infos))
         cut_up = cut(printed)
@@ -166,7 +200,7 @@ def same_parts(a: Any, b: Any) -> bool:
             return False
         # Types are compared structurally: TVM's Type.same_as recurses into itself.
         ours, theirs = getattr(a, "ret_type", None), getattr(b, "ret_type", None)
-        return ours is theirs if ours is None or theirs is None else bool(tvm.ir.structural_equal(ours, theirs))
+        return ours is theirs if ours is None or theirs is None else structural_equal(ours, theirs)
     except AttributeError:  # not a PrimFunc: compared structurally
         return False
 
