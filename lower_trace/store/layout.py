@@ -9,7 +9,7 @@ Layout (this module owns every name in it)::
         edits/                # working copies of the generated source (override.py)
         {run_id}/             # one process run: run-YYYYmmdd-HHMMSS-PID[-N]
             trace.jsonl       # records, one JSON object per line, appended as things happen
-            snapshots.jsonl   # one line per distinct IR / source text: {"digest", "deflate", "crc"}
+            snapshots.jsonl   # one line per distinct IR / source text: {"digest", "stream", "deflate", "crc"}
                               # (format 2: see SnapshotPacker), {"digest", "text"} (format 1)
             report.html       # the run's report (render/)
 
@@ -81,20 +81,23 @@ def unpack_ir(stored: str) -> str:
 
 
 class SnapshotPacker:
-    """The lines of snapshots.jsonl (format 2), for one writer: the texts go through one deflate
-    stream (zlib level 1), sync-flushed after each text, so each line holds exactly its text's
-    piece -- a complete JSON line that a killed process leaves whole or torn, like any other. The
-    stream finds what consecutive snapshots share (a pass changes a few lines of a module): a
-    GEMM's 234 KB of snapshot lines become 28 KB, where compressing each text alone gives 3.7x
-    at three times the cost. A piece decodes only after every piece before it since the line
-    with "start"; "crc" (CRC-32 of the text's UTF-8) tells a damaged one."""
+    """The lines of snapshots.jsonl (format 2), for one writer in one process: the texts go through
+    one deflate stream (zlib level 1), sync-flushed after each text, so each line holds exactly its
+    text's piece -- a complete JSON line that a killed process leaves whole or torn, like any
+    other. The stream finds what consecutive snapshots share (a pass changes a few lines of a
+    module): a GEMM's 234 KB of snapshot lines become 27 KB, where compressing each text alone
+    gives 81 KB at three times the cost. A piece decodes only after every piece of its stream
+    before it, from the line with "start"; "stream" (the writing process's id) keeps apart the
+    streams of a forked child writing into the same file, "crc" (CRC-32 of the text's UTF-8)
+    tells a damaged piece."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream: int) -> None:
+        self.stream = stream
         self._deflate: Any = None
 
     def line(self, digest: str, text: str) -> str:
         data = text.encode("utf-8", "surrogatepass")
-        record: dict[str, Any] = {"digest": digest}
+        record: dict[str, Any] = {"digest": digest, "stream": self.stream}
         if self._deflate is None:
             self._deflate = zlib.compressobj(1, zlib.DEFLATED, -15)  # raw deflate: no header per file
             record["start"] = True
@@ -106,30 +109,32 @@ class SnapshotPacker:
 
 class SnapshotUnpacker:
     """Reads the texts of snapshots.jsonl's lines, in file order: "text" (format 1) as it is,
-    "deflate" pieces through the stream. A piece that does not decode to its CRC breaks the
-    stream until the next "start": those texts read as None (the caller says they are missing)."""
+    "deflate" pieces through their stream. A piece that does not decode to its CRC breaks its
+    stream until the stream's next "start": those texts read as None (the caller says they are
+    missing)."""
 
     def __init__(self) -> None:
-        self._inflate: Any = None
+        self._streams: dict[Any, Any] = {}
 
     def text(self, entry: dict[str, Any]) -> str | None:
         text = entry.get("text")
         if isinstance(text, str):
             return text
-        piece = entry.get("deflate")
-        if not isinstance(piece, str):
+        piece, stream = entry.get("deflate"), entry.get("stream")
+        if not isinstance(piece, str) or not isinstance(stream, int):
             return None
         if entry.get("start") is True:
-            self._inflate = zlib.decompressobj(-15)
-        if self._inflate is None:
+            self._streams[stream] = zlib.decompressobj(-15)
+        inflate = self._streams.get(stream)
+        if inflate is None:
             return None
         try:
-            data = self._inflate.decompress(base64.b64decode(piece, validate=True))
+            data = inflate.decompress(base64.b64decode(piece, validate=True))
             if zlib.crc32(data) != entry.get("crc"):
                 raise ValueError("CRC mismatch")
             return data.decode("utf-8", "surrogatepass")
         except (ValueError, zlib.error):  # binascii.Error and UnicodeDecodeError are ValueErrors
-            self._inflate = None  # what follows in this stream cannot be decoded
+            del self._streams[stream]  # what follows in this stream cannot be decoded
             return None
 
 

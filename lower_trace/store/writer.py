@@ -5,10 +5,27 @@ from __future__ import annotations
 import json
 import os
 import threading
+import weakref
 from typing import Any
 
 from lower_trace.model import RunInfo, to_json
 from lower_trace.store.layout import FORMAT_VERSION, IR, MANIFEST, SNAPSHOTS, SnapshotPacker, pack_ir
+
+_OPEN: weakref.WeakSet[TraceWriter] = weakref.WeakSet()
+
+
+def _flush_before_fork() -> None:
+    """A forked child would write the parent's buffered lines again (a stream piece twice breaks
+    the stream): they go to the OS first."""
+    for writer in list(_OPEN):
+        try:
+            writer.flush()
+        except OSError:
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_flush_before_fork)
 
 
 class TraceWriter:
@@ -30,19 +47,20 @@ class TraceWriter:
         self._stored: set[str] = set()
         self._ir: Any = None
         self._ir_stored: set[str] = set()
-        self._packer = SnapshotPacker()
+        self._packer = SnapshotPacker(os.getpid())
         self._unflushed: set[Any] = set()  # the files written since the last flush()
 
     def _open(self) -> None:
         if self._manifest is None:
             os.makedirs(self.run_dir, exist_ok=True)
             self._snapshots = open(os.path.join(self.run_dir, SNAPSHOTS), "a", encoding="ascii")
-            self._packer = SnapshotPacker()  # a new stream in a file (re)opened
+            self._packer = SnapshotPacker(os.getpid())  # a new stream in a file (re)opened
             manifest = open(os.path.join(self.run_dir, MANIFEST), "a", encoding="ascii")
             header = {"type": "run", "format": FORMAT_VERSION, **to_json(self.run)}
             manifest.write(json.dumps(header) + "\n")
             manifest.flush()
             self._manifest = manifest
+            _OPEN.add(self)
 
     def append(self, record_type: str, data: dict[str, Any]) -> None:
         line = json.dumps({"type": record_type, **data}) + "\n"
@@ -59,6 +77,8 @@ class TraceWriter:
             if digest in self._stored:
                 return
             self._open()
+            if self._packer.stream != os.getpid():  # a forked child: a stream of its own
+                self._packer = SnapshotPacker(os.getpid())
             # Snapshots go out before any record that names them (records are written after).
             self._snapshots.write(self._packer.line(digest, text))
             self._unflushed.add(self._snapshots)
