@@ -407,32 +407,38 @@ class ReproSpec:
 # --- JSON conversion -------------------------------------------------------
 
 _ALWAYS = frozenset(("status", "kernel", "seq", "name"))
-_FIELD_DEFAULTS: dict[type, tuple[tuple[str, Any], ...]] = {}
+_FIELD_DEFAULTS: dict[type, tuple[tuple[str, Any, bool], ...]] = {}
+_PLAIN = frozenset((str, int, float, bool))  # written as they are
 
 
 def to_json(record: Any) -> dict[str, Any]:
     """A JSON-ready dict of a record: Enums become values, default-valued fields are left out.
 
-    Written by hand rather than with dataclasses.asdict: this runs once per pass.
+    Written by hand rather than with dataclasses.asdict: this runs twice per pass (the trace, the
+    report), so the common case -- a plain value or a default -- takes one type test.
     """
     cls = type(record)
     spec = _FIELD_DEFAULTS.get(cls)
     if spec is None:
-        spec = tuple((f.name, f.default) for f in fields(record))
+        spec = tuple((f.name, f.default, f.name in _ALWAYS) for f in fields(record))
         _FIELD_DEFAULTS[cls] = spec
     out: dict[str, Any] = {}
-    for name, default in spec:
+    for name, default, always in spec:
         value = getattr(record, name)
-        if value is None or (name not in _ALWAYS and value == default):
+        if value is None or (not always and value == default):
             continue
-        if isinstance(value, enum.Enum):
-            value = value.value
-        elif isinstance(value, tuple):
-            value = [to_json(item) if hasattr(item, "__dataclass_fields__") else item for item in value]
-        elif hasattr(value, "__dataclass_fields__"):
-            value = to_json(value)
-        out[name] = value
+        out[name] = value if type(value) in _PLAIN else _json_value(value)
     return out
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, tuple):
+        return [to_json(item) if hasattr(item, "__dataclass_fields__") else item for item in value]
+    if hasattr(value, "__dataclass_fields__"):
+        return to_json(value)
+    return value
 
 
 def _error_from(data: Any) -> ErrorInfo | None:

@@ -13,7 +13,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import NamedTuple
 
@@ -29,15 +29,33 @@ class FactoryRef(NamedTuple):
     name: str
 
 
-@dataclass(frozen=True)
 class CallSite:
-    function: str  # qualified name, e.g. "CUDAPassPipelineBody"
-    filename: str
-    lineno: int
-    frame: FrameType | None = field(default=None, compare=False, repr=False)  # the frame itself (only while the pass starts)
+    """A frame that called into the compiler (a plain class: one is made per pass, on the hot path)."""
+
+    __slots__ = ("filename", "frame", "function", "lineno")
+
+    def __init__(self, function: str, filename: str, lineno: int, frame: FrameType | None = None) -> None:
+        self.function = function  # qualified name, e.g. "CUDAPassPipelineBody"
+        self.filename = filename
+        self.lineno = lineno
+        self.frame = frame  # the frame itself (only while the pass starts)
+
+    def __eq__(self, other: object) -> bool:  # as a frozen dataclass compared them: not by frame
+        if not isinstance(other, CallSite):
+            return NotImplemented
+        return (self.function, self.filename, self.lineno) == (other.function, other.filename, other.lineno)
+
+    def __hash__(self) -> int:
+        return hash((self.function, self.filename, self.lineno))
+
+    def __repr__(self) -> str:
+        return f"CallSite(function={self.function!r}, filename={self.filename!r}, lineno={self.lineno!r})"
 
     def source_line(self) -> str:
         return linecache.getline(self.filename, self.lineno).strip()
+
+
+_PREFIXES: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 
 def call_sites(skip_dirs: Sequence[str], marker: CodeType | None = None, limit: int = 8) -> tuple[list[CallSite], int]:
@@ -47,7 +65,9 @@ def call_sites(skip_dirs: Sequence[str], marker: CodeType | None = None, limit: 
     and the frames running it are counted: that tells how many nested passes were
     called from Python rather than C++. Without one, the walk stops at `limit` sites.
     """
-    prefixes = tuple(os.path.join(d, "") for d in skip_dirs)
+    prefixes = _PREFIXES.get(skip_dirs if isinstance(skip_dirs, tuple) else tuple(skip_dirs))
+    if prefixes is None:
+        prefixes = _PREFIXES[tuple(skip_dirs)] = tuple(os.path.join(d, "") for d in skip_dirs)
     sites: list[CallSite] = []
     marked = 0
     frame: FrameType | None = sys._getframe(1)

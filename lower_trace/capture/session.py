@@ -1,74 +1,33 @@
 """One compile of one kernel = one :class:`CompileSession`.
 
-The compiler's thread only decides *whether* a module needs a snapshot: content
-already seen is recognised by identity (a few pointer compares), a rebuilt but
-structurally equal module by ``structural_equal`` (about ten times cheaper than
-printing). Printing, hashing and writing happen on the run's worker thread, in
-submission order, while the compile goes on. Nothing is diffed or rendered per
-pass; everything the session holds is released when the compile ends.
+The session follows the compiler's events (passes started and finished, codegen, the end of
+the compile) and turns them into records and snapshots for its run (sink.TraceSink). It is
+put together from small parts: the snapshot decision (snapshots.py), the pass records
+(passes.py), what a failure leaves (failures.py); the compiler itself is reached only through
+the integration's :class:`~lower_trace.capture.ports.IRAdapter`. Nothing is diffed or rendered
+per pass; everything the session holds is released when the compile ends.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
-import traceback
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from lower_trace.capture.failures import error_info, interruption
+from lower_trace.capture.ir_adapter import Identity, IRAdapter, Module
+from lower_trace.capture.passes import OpenPass, PassLog
 from lower_trace.capture.sink import TraceSink
+from lower_trace.capture.snapshots import Snapshots
 from lower_trace.capture.worker import SnapshotRef
-from lower_trace.model import (
-    CodegenRecord,
-    EditOutcome,
-    ErrorInfo,
-    FragmentLayout,
-    KernelStatus,
-    KernelTrace,
-    PassBuild,
-    PassCall,
-    PassRecord,
-    PassStatus,
-    ReproSpec,
-)
+from lower_trace.model import CodegenRecord, EditOutcome, ErrorInfo, KernelStatus, KernelTrace, PassBuild, PassStatus, ReproSpec
 from lower_trace.store.layout import digest_of
 from lower_trace.text_safety import line_directive
 
-_RECENT = 8  # recent contents remembered; covers nested passes and the host/device split
-
-
-class IRAdapter(Protocol):
-    """What capture needs from a compiler integration (which owns every tvm import).
-
-    ``identity(mod)`` is a cheap handle on the module's *content* at this moment:
-    a pass may update a module object in place, so the object is no such handle.
-    ``same`` compares two identities by identity, ``equivalent`` structurally, and
-    ``rebuild`` makes a module with exactly that content, to print later.
-    """
-
-    def identity(self, mod: Any) -> Any: ...
-    def same(self, a: Any, b: Any) -> bool: ...
-    def equivalent(self, a: Any, b: Any) -> bool: ...
-    def rebuild(self, identity: Any) -> Any: ...
-    def print_ir(self, mod: Any) -> str: ...
-    def kernel_name(self, mod: Any) -> str: ...
-    def compile_context(self) -> dict[str, Any]: ...
-    # (phase, caller function, better name for an anonymous pass, the arguments it was built with)
-    def pass_origin(self, name: str, depth: int, parent_phase: str) -> tuple[str, str, str, PassCall | None]: ...
-    def module_source(self, runtime_mod: Any) -> str: ...
-    def codegen_info(self, function: str, target: Any) -> tuple[str, str, str]: ...
-    def kernel_signature(self, mod: Any) -> str: ...
-    def source_module(self, text: str, language: str) -> Any: ...
-    # For reproducers and replay: the content as TVM JSON, what a pass runs under, how to build it.
-    def module_json(self, identity: Any) -> str: ...
-    def json_problem(self) -> str: ...  # why TVM's JSON cannot be used here; "" when it can
-    def replay_context(self) -> dict[str, Any]: ...
-    # How a rerun builds a pass (with its recorded arguments), or why it cannot.
-    def pass_build(self, name: str, call: PassCall | None, nested_in: str = "") -> PassBuild | str: ...
-    # The fragment layouts of a pass's output, when its text shows it changed them (else ()).
-    def read_layouts(self, before_text: str, after_text: str, identity: Any) -> tuple[FragmentLayout, ...]: ...
+__all__ = ["ActiveCodegen", "CompileSession", "OpenPass", "current_codegen", "error_info"]
 
 
 @dataclass
@@ -83,44 +42,6 @@ class ActiveCodegen:
 
 # Set while a codegen call runs, so a post-processing callback knows whose source it sees.
 current_codegen: ContextVar[ActiveCodegen | None] = ContextVar("lower_trace_codegen", default=None)
-
-
-@dataclass
-class OpenPass:
-    seq: int
-    name: str
-    depth: int
-    parent: int | None
-    phase: str
-    caller: str
-    before: SnapshotRef
-    identity: Any
-    started: float
-    tracer_ms: float = 0.0  # the session's tracer time when the pass started (see pass_finished)
-    input: str = ""  # digest of the input's TVM JSON, when kept (replay)
-    ordinal: int = 0  # its number among the passes lower-trace bisect counts
-    call: PassCall | None = None  # the arguments Python built it with, when its factory takes some
-    announced: bool = False  # a pass_open record says it is running (see _announce)
-
-
-def error_info(error: BaseException, with_traceback: bool = True) -> ErrorInfo:
-    """The exception as the trace keeps it: type, the whole message as text (a compiler's output
-    keeps its line breaks), traceback. A failed subprocess (CalledProcessError, TimeoutExpired)
-    keeps the compiler's output apart from str(): it is added to the message. Never raises."""
-    import subprocess
-
-    try:
-        message = str(error)
-    except Exception:  # an exception whose __str__ raises
-        message = f"<{type(error).__name__}: the message could not be read>"
-    if isinstance(error, subprocess.SubprocessError):
-        for output in dict.fromkeys((getattr(error, "stderr", None), getattr(error, "output", None))):
-            if isinstance(output, bytes):
-                output = output.decode("utf-8", "replace")
-            if isinstance(output, str) and output.strip() and output.strip() not in message:
-                message = f"{message}\n{output.rstrip()}"
-    text = "".join(traceback.format_exception(type(error), error, error.__traceback__)) if with_traceback else ""
-    return ErrorInfo(type=type(error).__name__, message=message, traceback=text)
 
 
 class CompileSession:
@@ -144,9 +65,8 @@ class CompileSession:
         # Time the tracer spent inside open passes (snapshots of nested passes): taken out of
         # the enclosing pass's time, so an outer pass's time is the compiler's, not ours.
         self._tracer_ms = 0.0
-        self._layouts_ok = True  # until reading layouts fails once
-        self._last_layouts: set[FragmentLayout] = set()  # the layouts the last pass that set any set
-        self._recent: list[tuple[Any, SnapshotRef]] = []
+        self.snapshots = Snapshots(ir, run.worker, run.store_snapshot)
+        self.pass_log = PassLog(run, ir)
         # No time is recorded for these: TVM can spend a long while building the
         # error before the context closes, which would be no measure of the pass.
         self._interrupted: list[OpenPass] = []
@@ -156,44 +76,14 @@ class CompileSession:
         self.context: dict[str, Any] = {}  # target and typed pass configs: what a rerun needs
         self._ordinal = 0  # the gate's number for the pass about to start (lower-trace bisect)
         self._finished = False
-        # Filled by the worker thread; the kernel's texts go to the run's listeners with it.
-        self.texts: dict[str, str] | None = {}
-        self.passes: list[PassRecord] = []
-        self.codegen_steps: list[CodegenRecord] = []
-
-    # --- snapshots (compile thread decides, worker prints) -------------------------
-
-    def snapshot(self, mod: Any, identity: Any = None) -> SnapshotRef:
-        if identity is None:
-            identity = self.ir.identity(mod)
-        for seen, ref in self._recent:
-            if self.ir.same(seen, identity):
-                return ref
-        ref = SnapshotRef()
-        self.worker.submit(lambda: self._print(ref, identity), urgent=True)  # printing is the work worth starting now
-        self._remember(identity, ref)
-        return ref
-
-    def _remember(self, identity: Any, ref: SnapshotRef) -> None:
-        self._recent.insert(0, (identity, ref))
-        del self._recent[_RECENT:]
-
-    def _print(self, ref: SnapshotRef, identity: Any) -> None:
-        ref.digest = self._store_text(self.ir.print_ir(self.ir.rebuild(identity)))
-
-    def _store_text(self, text: str) -> str:
-        digest = digest_of(text)
-        if self.texts is not None:  # None once the kernel was handed over
-            self.texts[digest] = text
-        self.run.store_snapshot(digest, text)
-        return digest
+        self.codegen_steps: list[CodegenRecord] = []  # filled by the worker
 
     def _next_seq(self) -> int:
         seq = self._seq
         self._seq += 1
         return seq
 
-    def _open_kernel(self, mod: Any) -> None:
+    def _open_kernel(self, mod: Module) -> None:
         if self.kernel_id:
             return
         context = self.ir.compile_context()
@@ -210,29 +100,29 @@ class CompileSession:
                 self.tracer_fault(exc)
             else:
                 self.initial_text = text
-                self.worker.submit(lambda: self._store_text(text))
-                self._remember(identity, ref)
-        self.target = str(context.get("target", ""))
+                self.worker.submit(lambda: self.snapshots.store_text(text))
+                self.snapshots.remember(identity, ref)
+        self.target = context.target
         try:
             self.context = self.ir.replay_context()
         except Exception as exc:
             self.tracer_fault(exc)
         # With the TIR, the target and pass configs make the variant: they change the code too.
-        configs = context.get("pass_configs", {})
+        configs = context.pass_configs
         self.variant_config = "; ".join([f"target={self.target}", *(f"{k}={configs[k]}" for k in sorted(configs, key=str))])
-        self.kernel_id = self.run.register_kernel(
+        self.kernel_id = self.pass_log.kernel_id = self.run.register_kernel(
             name=self.kernel_name,
             started=self.started,
             target=self.target,
             entry=self.entry,
-            pass_configs=context.get("pass_configs", {}),
+            pass_configs=configs,
             context=self.context,
             now=self.replay,
         )
 
     # --- pass events (the compiler's hot path) ---------------------------------------
 
-    def should_run(self, mod: Any, name: Any, depth: int, parent: OpenPass | None) -> bool:
+    def should_run(self, mod: Module, name: Any, depth: int, parent: OpenPass | None) -> bool:
         """Under lower-trace bisect: whether this pass runs; a skipped one is recorded as such."""
         gate = self.run.gate
         if gate is None:
@@ -242,16 +132,16 @@ class CompileSession:
         runs = gate.should_run(self.kernel_name, name, depth, self.kernel_id)
         self._ordinal = gate.last
         if not runs:
-            phase, caller, better_name, _ = self.ir.pass_origin(name, depth, parent.phase if parent else "")
+            origin = self.ir.pass_origin(name, depth, parent.phase if parent else "")
             identity = self.ir.identity(mod)
             skipped = OpenPass(
-                seq=self._next_seq(), name=better_name or name, depth=depth, parent=parent.seq if parent else None, phase=phase,
-                caller=caller, before=self.snapshot(mod, identity), identity=identity, started=0.0, ordinal=gate.last,
+                seq=self._next_seq(), name=origin.better_name or name, depth=depth, parent=parent.seq if parent else None, phase=origin.phase,
+                caller=origin.caller, before=self.snapshots.of(mod, identity), identity=identity, started=0.0, ordinal=gate.last,
             )
             self._record(skipped, skipped.before, status=PassStatus.SKIPPED)
         return runs
 
-    def pass_started(self, mod: Any, name: Any, depth: int, parent: OpenPass | None) -> OpenPass:
+    def pass_started(self, mod: Module, name: Any, depth: int, parent: OpenPass | None) -> OpenPass:
         entered = time.perf_counter()
         self._open_kernel(mod)
         name = str(name)
@@ -264,7 +154,7 @@ class CompileSession:
             parent=parent.seq if parent else None,
             phase=phase,
             caller=caller,
-            before=self.snapshot(mod, identity),
+            before=self.snapshots.of(mod, identity),
             identity=identity,
             started=0.0,
             ordinal=self._ordinal,
@@ -298,7 +188,7 @@ class CompileSession:
             ref.ir = digest_of(text)
             self.run.store_ir(ref.ir, text, now=True)
         open_pass.input = ref.ir
-        self.run.append_record_now("pass_start", self._pass_record(open_pass, "", 0.0, PassStatus.INCOMPLETE, None))
+        self.run.append_record_now("pass_start", self.pass_log.record(open_pass, 0.0, PassStatus.INCOMPLETE))
 
     def _announce(self, parent: OpenPass, now: float) -> None:
         """The first pass nested in `parent` is starting: a pass_open record says `parent` runs, with its
@@ -309,9 +199,9 @@ class CompileSession:
         if parent.input or not self.run.config.writes_trace:
             return  # replay: its pass_start is on disk already; terminal mode: no trace to write
         so_far = max(0.0, (now - parent.started) * 1000.0 - (self._tracer_ms - parent.tracer_ms))
-        self.worker.submit(lambda: self.run.append_record("pass_open", self._pass_record(parent, "", so_far, PassStatus.INCOMPLETE, None)), urgent=True)
+        self.worker.submit(lambda: self.run.append_record("pass_open", self.pass_log.record(parent, so_far, PassStatus.INCOMPLETE)), urgent=True)
 
-    def pass_finished(self, open_pass: OpenPass, mod: Any) -> None:
+    def pass_finished(self, open_pass: OpenPass, mod: Module) -> None:
         finished = time.perf_counter()
         elapsed = (finished - open_pass.started) * 1000.0 - (self._tracer_ms - open_pass.tracer_ms)
         identity = self.ir.identity(mod)
@@ -320,68 +210,20 @@ class CompileSession:
         elif self.ir.equivalent(open_pass.identity, identity):
             # Rebuilt but structurally equal content prints the same: skip the printer.
             after = open_pass.before
-            self._remember(identity, after)
+            self.snapshots.remember(identity, after)
         else:
-            after = self.snapshot(mod, identity)
+            after = self.snapshots.of(mod, identity)
         self._record(open_pass, after, ms=max(0.0, elapsed), identity=identity if after is not open_pass.before else None)
         if open_pass.parent is not None:
             self._tracer_ms += (time.perf_counter() - finished) * 1000.0
 
     def _record(
         self, open_pass: OpenPass, after: SnapshotRef | None, ms: float = 0.0, status: PassStatus | None = None, error: ErrorInfo | None = None,
-        identity: Any = None,
+        identity: Identity | None = None, repro: str = "",
     ) -> None:  # fmt: skip
-        self.worker.submit(lambda: self._write_pass(open_pass, after, ms, status, error, identity=identity))
-
-    def _write_pass(
-        self, open_pass: OpenPass, after: SnapshotRef | None, ms: float, status: PassStatus | None, error: ErrorInfo | None, repro: str = "",
-        identity: Any = None,
-    ) -> None:  # fmt: skip
-        after_digest = after.digest if after is not None else ""
-        if status is None:  # decided by text: two different modules can print the same
-            status = PassStatus.CHANGED if after_digest != open_pass.before.digest else PassStatus.UNCHANGED
-        record = self._pass_record(open_pass, after_digest, ms, status, error, repro)
-        if identity is not None and status is PassStatus.CHANGED and self._layouts_ok:
-            record = dataclasses.replace(record, layouts=self._layouts(open_pass.before.digest, after_digest, identity))
-        self.passes.append(record)
-        self.run.append_record("pass", record)
-
-    def _layouts(self, before: str, after: str, identity: Any) -> tuple[FragmentLayout, ...]:
-        """On the worker thread: layouts are read off the (immutable) module, not on the compile's path."""
-        texts = self.texts or {}
-        try:
-            found = self.ir.read_layouts(texts.get(before, ""), texts.get(after, ""), identity)
-            # The same layouts annotated again -- tl.LowerTileOp rewrites the map for the lowered
-            # buffers (scope local.fragment -> local) -- are nothing new to show.
-            seen = {dataclasses.replace(layout, scope="") for layout in found}
-            if not found or seen == self._last_layouts:
-                return ()
-            self._last_layouts = seen
-            return found
-        except Exception as exc:  # a TileLang whose layout API differs: no pictures, the trace goes on
-            self._layouts_ok = False
-            self.run.note(f"fragment layouts could not be read ({type(exc).__name__}: {exc}); the report shows no layout pictures", once="layouts")
-            return ()
-
-    def _pass_record(self, open_pass: OpenPass, after: str, ms: float, status: PassStatus, error: ErrorInfo | None, repro: str = "") -> PassRecord:
-        return PassRecord(
-            kernel=self.kernel_id,
-            seq=open_pass.seq,
-            name=open_pass.name,
-            status=status,
-            depth=open_pass.depth,
-            parent=open_pass.parent,
-            phase=open_pass.phase,
-            caller=open_pass.caller,
-            before=open_pass.before.digest,
-            after=after,
-            ms=round(ms, 3),
-            error=error,
-            input=open_pass.input,
-            repro=repro,
-            ordinal=open_pass.ordinal,
-            call=open_pass.call,
-        )
+        """The pass's record, written by the worker once its snapshots are printed."""
+        log, snapshots = self.pass_log, self.snapshots
+        self.worker.submit(lambda: log.write(open_pass, after, ms, status, error, snapshots.texts, repro, identity))
 
     def passes_interrupted(self, open_passes: list[OpenPass], error: BaseException | None = None) -> None:
         """Passes that never returned, and the exception their PassContext closed with (the
@@ -392,16 +234,16 @@ class CompileSession:
 
     # --- codegen -------------------------------------------------------------------
 
-    def codegen(self, function: str, mod: Any, target: Any, call: Any, role: str | None = None) -> Any:
+    def codegen(self, function: str, mod: Module, target: Any, call: Callable[[], Any], role: str | None = None) -> Any:
         """Run one codegen call, recording the TIR it got and the source it produced.
 
         With edits on, the source to compile goes through the three-way decision
-        (override.py): for CUDA/HIP inside TileLang's post-processing callback, which
-        runs before any compiler sees the code; for C, by replacing the source module.
+        (edits/working_copies.py): for CUDA/HIP inside TileLang's post-processing callback,
+        which runs before any compiler sees the code; for C, by replacing the source module.
         """
         try:
             self._open_kernel(mod)
-            tir = self.snapshot(mod)
+            tir = self.snapshots.of(mod)
             seq = self._next_seq()
             guessed_role, language, target_text = self.ir.codegen_info(function, target)
             role = role or guessed_role
@@ -443,6 +285,7 @@ class CompileSession:
         edits = self.run.edits
         if edits is None or not self.kernel_name or not self.edits_enabled:
             return generated
+
         def decide() -> EditOutcome:
             return edits.resolve(
                 self.kernel_name, self.signature, active.role, active.language, generated, tir=self.initial_text, config=self.variant_config,
@@ -470,15 +313,16 @@ class CompileSession:
 
     def _write_codegen(self, step: dict[str, Any], tir: SnapshotRef, source: str, edit: tuple[EditOutcome, str] | None, error: ErrorInfo | None) -> None:
         extra: dict[str, Any] = {}
+        store_text = self.snapshots.store_text
         if edit is not None:
             outcome, generated = edit
             extra = dict(edit_status=outcome.status, edit_path=outcome.path, edit_backup=outcome.backup)
             if generated != outcome.compile_text:
-                extra["generated"] = self._store_text(generated)
+                extra["generated"] = store_text(generated)
         record = CodegenRecord(
             kernel=self.kernel_id,
             tir=tir.digest,
-            source=self._store_text(source) if source else "",
+            source=store_text(source) if source else "",
             error=error,
             **{**step, "ms": round(step["ms"], 3)},
             **extra,
@@ -495,7 +339,7 @@ class CompileSession:
         self._finished = True
         error = error if error is not None else self._pass_error
         self._pass_error = None
-        self._recent.clear()
+        self.snapshots.forget()
         if not self.kernel_id:
             return  # no pass ran: nothing to show
         ms = round((time.perf_counter() - self._t0) * 1000.0, 3)  # the compile's time, not the reproducer's
@@ -525,33 +369,24 @@ class CompileSession:
             entry=self.entry,
             status=KernelStatus.FAILED if failure is not None else KernelStatus.OK,
             ms=ms,
-            passes=tuple(sorted(self.passes, key=lambda p: p.seq)),
+            passes=self.pass_log.hand_over(),
             codegen=tuple(self.codegen_steps),
             error=failure,
         )
-        texts = self.texts or {}
         # Release everything the compile held: texts, records, module references.
-        self.texts, self.passes, self.codegen_steps, self._interrupted = None, [], [], []
+        texts = self.snapshots.hand_over()
+        self.codegen_steps, self._interrupted = [], []
         self.run.kernel_finished(kernel, texts)
 
     def _record_failures(self, error: BaseException | None) -> None:
         if not self._interrupted:
             return
-        # Outermost first: the deepest open pass is the one that raised.
-        ordered = sorted(self._interrupted, key=lambda p: (p.depth, p.seq))
-        failing = ordered[-1]
-        interrupted = isinstance(error, KeyboardInterrupt)  # Ctrl-C stops a pass; it does not fail it
-        for open_pass in ordered:
-            if open_pass is failing and error is not None and not interrupted:
-                failure = error_info(error)
-                folder = self._reproduce(ordered, failure)
-                self.worker.submit(lambda failure=failure, folder=folder: self._write_pass(failing, None, 0.0, PassStatus.FAILED, failure, folder))
-            else:
-                if interrupted:
-                    note = ErrorInfo("KeyboardInterrupt", "interrupted (Ctrl-C) while this pass ran")
-                else:
-                    note = ErrorInfo("Interrupted", f"did not finish: nested pass {failing.name} failed") if error else None
-                self._record(open_pass, None, status=PassStatus.INCOMPLETE, error=note)
+        ordered, failed, incomplete = interruption(self._interrupted, error)
+        for open_pass, note in incomplete:
+            self._record(open_pass, None, status=PassStatus.INCOMPLETE, error=note)
+        if failed is not None and error is not None:
+            failure = error_info(error)
+            self._record(failed, None, status=PassStatus.FAILED, error=failure, repro=self._reproduce(ordered, failure))
 
     def _reproduce(self, ordered: list[OpenPass], failure: ErrorInfo) -> str:
         """Keep the failing pass's input (TVM JSON) and write its reproducer: the failing pass run
@@ -571,7 +406,7 @@ class CompileSession:
             chain = [failing]  # the failing pass and the passes it is nested in, innermost first
             while chain[-1].parent in by_seq and len(chain) <= len(ordered):
                 chain.append(by_seq[chain[-1].parent])  # type: ignore[index]
-            builds = [(p, self.ir.pass_build(p.name, p.call, by_seq[p.parent].name if p.parent in by_seq else "")) for p in chain]
+            builds = [(p, self.ir.pass_build(p.name, p.call, by_seq[p.parent].name if p.parent in by_seq else "")) for p in chain]  # type: ignore[index]
             runs, build = next(((p, b) for p, b in builds if isinstance(b, PassBuild)), builds[0])
             why = ""
             if not isinstance(build, PassBuild):

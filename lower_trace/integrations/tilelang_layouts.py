@@ -11,6 +11,7 @@ by the page, not here: through the FFI it would cost 20-250 ms per fragment.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -21,6 +22,7 @@ from lower_trace.model import FragmentLayout
 _LAYOUT_MAP_TEXT = re.compile(r'"layout_map": \{[^}]*\}')
 
 
+@functools.lru_cache(maxsize=8)  # a pass's input is the last pass's output: each text is read once
 def layout_text(text: str) -> frozenset[str]:
     return frozenset(_LAYOUT_MAP_TEXT.findall(text)) if '"layout_map"' in text else frozenset()
 

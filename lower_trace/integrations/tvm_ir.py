@@ -1,7 +1,7 @@
 """The TVM side every integration shares: printing, identity and rebuilding of IR
 modules, names and signatures, codegen descriptions, and TileLang's source hooks.
 
-An :class:`TVMIR` is the ``IRAdapter`` capture needs (capture/session.py). Each
+A :class:`TVMIR` is the ``IRAdapter`` capture needs (capture/ports.py). Each
 integration gives it a *phase provider*: where the compiler itself names the
 phase (TileLang 0.1.15's pipeline scopes, the legacy adapter's patched phase
 functions); passes outside any named phase are placed by the Python function
@@ -17,11 +17,13 @@ from typing import Any
 import tvm
 import tvm_ffi
 
+from lower_trace.capture.ir_adapter import CodegenInfo, CompileContext, Identity, Module, PassOrigin, SnapshotPrinter
 from lower_trace.capture.naming import CallSite, call_shape, call_sites, factory_name
 from lower_trace.capture.session import CompileSession, current_codegen
 from lower_trace.capture.sink import TraceSink
 from lower_trace.capture.tracker import GatedTracker, PassTracker
 from lower_trace.integrations import pass_calls, replay
+from lower_trace.integrations.tvm_print import ReusingPrinter, function_items, same_object, same_parts, structural_equal
 from lower_trace.model import FragmentLayout, PassBuild, PassCall
 
 _LANGUAGE_OF_CODEGEN = (
@@ -146,25 +148,29 @@ class TVMIR:
         self.skip_dirs = tuple(skip_dirs)
         self.phase_of_sites = phase_of_sites or (lambda sites: _infer_phase(sites, self.phase_rules))
 
-    def print_ir(self, mod: Any) -> str:
+    def print_ir(self, mod: Module) -> str:
         return mod.script()
 
-    def identity(self, mod: Any) -> tuple[Any, Any, Any]:
+    def snapshot_printer(self) -> SnapshotPrinter:
+        """Prints a compile's snapshots, reusing the text of functions that did not change (tvm_print.py)."""
+        return ReusingPrinter(self.print_ir)
+
+    def identity(self, mod: Module) -> Identity:
         """The module's parts, held by reference: passes may update an IRModule in place
         (SplitHostDevice does), but never its function map, attrs or global infos while
         we hold a reference to them (TVM copies on write when shared). Three attribute
         reads per callback, no iteration."""
         return (mod.attrs, mod.global_infos, mod.functions)
 
-    def rebuild(self, identity: tuple[Any, Any, Any]) -> Any:
+    def rebuild(self, identity: Identity) -> Module:
         """A module with exactly the captured content (prints the same as the original did)."""
         attrs, infos, functions = identity
         return _make_module(functions, attrs, infos)
 
-    def same(self, a: tuple[Any, Any, Any], b: tuple[Any, Any, Any]) -> bool:
-        return _same_object(a[2], b[2]) and _same_object(a[0], b[0]) and _same_object(a[1], b[1])
+    def same(self, a: Identity, b: Identity) -> bool:
+        return same_object(a[2], b[2]) and same_object(a[0], b[0]) and same_object(a[1], b[1])
 
-    def equivalent(self, a: tuple[Any, Any, Any], b: tuple[Any, Any, Any]) -> bool:
+    def equivalent(self, a: Identity, b: Identity) -> bool:
         """Structural equality: about ten times cheaper than printing both modules. Passes
         often return a new function map holding the very same functions: those are
         compared by pointer, only the others structurally."""
@@ -173,7 +179,7 @@ class TVMIR:
         except Exception:
             return False
 
-    def read_layouts(self, before_text: str, after_text: str, identity: tuple[Any, Any, Any]) -> tuple[FragmentLayout, ...]:
+    def read_layouts(self, before_text: str, after_text: str, identity: Identity) -> tuple[FragmentLayout, ...]:
         """The fragment layouts of the IR a pass made, when its text shows other layout annotations
         than its input's (only then: a few passes per kernel); () otherwise."""
         if not self.layouts:
@@ -184,7 +190,7 @@ class TVMIR:
             return ()
         return tilelang_layouts.fragment_layouts(self.rebuild(identity))
 
-    def module_json(self, identity: tuple[Any, Any, Any]) -> str:
+    def module_json(self, identity: Identity) -> str:
         return replay.module_json(self.rebuild(identity))
 
     def json_problem(self) -> str:
@@ -196,32 +202,32 @@ class TVMIR:
     def pass_build(self, name: str, call: PassCall | None, nested_in: str = "") -> PassBuild | str:
         return replay.pass_build(name, call, nested_in)
 
-    def kernel_name(self, mod: Any) -> str:
+    def kernel_name(self, mod: Module) -> str:
         try:
             names = sorted(gv.name_hint for gv in mod.get_global_vars())
         except Exception:
             return "kernel"
         return "+".join(names) if names else "kernel"
 
-    def compile_context(self) -> dict[str, Any]:
-        context: dict[str, Any] = {}
+    def compile_context(self) -> CompileContext:
+        text = ""
         target = tvm.target.Target.current(allow_none=True)
         if target is not None:
-            context["target"] = str(target.kind.name) + (f" -arch={target.attrs['arch']}" if "arch" in target.attrs else "")
+            text = str(target.kind.name) + (f" -arch={target.attrs['arch']}" if "arch" in target.attrs else "")
         try:
             config = tvm.transform.PassContext.current().config
-            context["pass_configs"] = {str(key): str(value) for key, value in config.items()}
+            configs = {str(key): str(value) for key, value in config.items()}
         except Exception:
-            context["pass_configs"] = {}
-        return context
+            configs = {}
+        return CompileContext(text, configs)
 
-    def pass_origin(self, name: str, depth: int, parent_phase: str) -> tuple[str, str, str, PassCall | None]:
+    def pass_origin(self, name: str, depth: int, parent_phase: str) -> PassOrigin:
         """(phase, caller function, better name for an anonymous pass, the arguments Python built
         it with when its factory takes some)."""
         phase = self.phase_provider() or ""
         if phase and name != "pass_fn":
             sites, _ = call_sites(self.skip_dirs, limit=1)  # just the caller: a short walk
-            return phase, sites[0].function if sites else "", "", self._call(sites, name, depth)
+            return PassOrigin(phase, sites[0].function if sites else "", "", self._call(sites, name, depth))
         sites, pass_calls = call_sites(self.skip_dirs, marker=_PASS_CALL)
         caller = sites[0].function if sites else ""
         if not phase:
@@ -231,7 +237,7 @@ class TVMIR:
         # pass itself (one Pass.__call__ frame per nesting level).
         if (name == "pass_fn" or name in ANONYMOUS_PASSES) and sites and pass_calls == depth + 1:
             better = factory_name(sites[0]) or ""
-        return phase, caller, better, self._call(sites, name, depth)
+        return PassOrigin(phase, caller, better, self._call(sites, name, depth))
 
     def _call(self, sites: list[CallSite], name: str, depth: int) -> PassCall | None:
         """A top-level pass built on the caller's line with arguments: those arguments, written down."""
@@ -256,7 +262,7 @@ class TVMIR:
                 return str(text)
         return ""
 
-    def kernel_signature(self, mod: Any) -> str:
+    def kernel_signature(self, mod: Module) -> str:
         """Names, shapes and dtypes of the kernel's buffers: which of same-named kernels this is."""
         parts = []
         for gv, func in sorted(mod.functions.items(), key=lambda item: item[0].name_hint):
@@ -271,7 +277,7 @@ class TVMIR:
             raise RuntimeError("this TVM cannot make a C source module")
         return _make_source_module(text, language, [], [])
 
-    def codegen_info(self, function: str, target: Any) -> tuple[str, str, str]:
+    def codegen_info(self, function: str, target: Any) -> CodegenInfo:
         role = "host" if function.endswith("_host") or function == "target.build.llvm" else "device"
         language = next((lang for key, lang in _LANGUAGE_OF_CODEGEN if key in function), "")
         try:
@@ -280,48 +286,31 @@ class TVMIR:
             text = kind + (f" -arch={arch}" if arch else "")
         except Exception:
             text = str(target)
-        return role, language or text.split()[0], text
+        return CodegenInfo(role, language or text.split()[0], text)
 
 
 def _equal_part(a: Any, b: Any) -> bool:
     if a is None or b is None:
         return a is b
-    return _same_object(a, b) or bool(tvm.ir.structural_equal(a, b))
+    return same_object(a, b) or structural_equal(a, b)
 
 
 def _equal_functions(a: Any, b: Any) -> bool:
-    if _same_object(a, b):
+    if same_object(a, b):
         return True
-    if len(a) != len(b):
+    ours, theirs = function_items(a), function_items(b)
+    if len(ours) != len(theirs):
         return False
-    theirs = {gv.name_hint: func for gv, func in b.items()}
-    for gv, func in a.items():
-        other = theirs.get(gv.name_hint)
-        if other is None or not (func.same_as(other) or _same_parts(func, other) or tvm.ir.structural_equal(func, other)):
+    # Passes keep the GlobalVars (and the map keeps their order): pair the functions by position,
+    # by name only when the keys differ.
+    if not all(gv.same_as(other) for (gv, _), (other, _) in zip(ours, theirs, strict=True)):
+        by_name = {gv.name_hint: func for gv, func in theirs}
+        if len(by_name) != len(theirs) or any(gv.name_hint not in by_name for gv, _ in ours):
             return False
-    return True
-
-
-_FUNCTION_PARTS = ("body", "params", "buffer_map", "attrs")
-
-
-def _same_parts(a: Any, b: Any) -> bool:
-    """A function rebuilt around the very same body, params, buffers and attrs (a no-op
-    pass often returns one): equal without walking the body."""
-    try:
-        if not all(_same_object(getattr(a, part), getattr(b, part)) for part in _FUNCTION_PARTS):
-            return False
-        # Types are compared structurally: TVM's Type.same_as recurses into itself.
-        ours, theirs = getattr(a, "ret_type", None), getattr(b, "ret_type", None)
-        return ours is theirs if ours is None or theirs is None else bool(tvm.ir.structural_equal(ours, theirs))
-    except AttributeError:  # not a PrimFunc: compared structurally
-        return False
-
-
-def _same_object(a: Any, b: Any) -> bool:
-    if a is None or b is None:
-        return a is b
-    return a is b or a.same_as(b)
+        theirs = [(gv, by_name[gv.name_hint]) for gv, _ in ours]
+    return all(
+        func.same_as(other) or same_parts(func, other) or structural_equal(func, other) for (_, func), (_, other) in zip(ours, theirs, strict=True)
+    )
 
 
 def _infer_phase(sites: list[CallSite], rules: PhaseRules) -> str:

@@ -25,7 +25,7 @@ from lower_trace.model import (
     pass_from_json,
     run_from_json,
 )
-from lower_trace.store.layout import FORMAT_VERSION, IR, MANIFEST, SNAPSHOTS, TraceNotFound, find_run_dir, unpack_ir
+from lower_trace.store.layout import FORMAT_VERSION, IR, MANIFEST, SNAPSHOTS, SnapshotUnpacker, TraceNotFound, find_run_dir, unpack_ir
 from lower_trace.text_safety import plural
 
 
@@ -107,8 +107,8 @@ def load_trace(path: str) -> Trace:
         message = _damage(manifest, sorted(damaged), "the rest of the trace is loaded")
         warnings.warn(TraceDamaged(message), stacklevel=2)
         notes.append(message)
-    snapshots = _SnapshotPack(os.path.join(run_dir, SNAPSHOTS))
-    ir = _SnapshotPack(os.path.join(run_dir, IR), field="zjson", decode=unpack_ir)
+    snapshots = _SnapshotPack(os.path.join(run_dir, SNAPSHOTS), read=SnapshotUnpacker().text)
+    ir = _SnapshotPack(os.path.join(run_dir, IR), read=lambda entry: entry.get("zjson"), decode=unpack_ir)
 
     return Trace(
         path=run_dir,
@@ -206,12 +206,14 @@ def _checked(step: Any) -> Any:
 
 
 class _SnapshotPack:
-    """Reads snapshots.jsonl on first use; a torn last line (killed writer) is skipped, damaged
-    lines too (with a :class:`TraceDamaged` warning): their snapshots read as ""."""
+    """Reads snapshots.jsonl (or ir.jsonl) on first use; a torn last line (killed writer) is
+    skipped, damaged lines too (with a :class:`TraceDamaged` warning): their snapshots read as "".
+    `read` takes each line's entry to its stored value (None: damaged), in file order; `decode`
+    turns a stored value into the text when it is asked for."""
 
-    def __init__(self, path: str, field: str = "text", decode: Callable[[str], str] = lambda text: text) -> None:
+    def __init__(self, path: str, read: Callable[[dict[str, Any]], Any], decode: Callable[[str], str] = lambda text: text) -> None:
         self.path = path
-        self.field = field
+        self.read = read
         self.decode = decode
         self._texts: dict[str, str] | None = None
 
@@ -232,8 +234,9 @@ class _SnapshotPack:
         damaged: list[int] = []
         try:
             for number, entry in _read_lines(self.path, damaged):
-                if isinstance(entry.get("digest"), str) and isinstance(entry.get(self.field), str):
-                    texts[entry["digest"]] = entry[self.field]
+                stored = self.read(entry)
+                if isinstance(entry.get("digest"), str) and isinstance(stored, str):
+                    texts[entry["digest"]] = stored
                 else:
                     damaged.append(number)
         except OSError as exc:

@@ -5,10 +5,27 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import TextIO
+import weakref
+from typing import Any
 
 from lower_trace.model import RunInfo, to_json
-from lower_trace.store.layout import FORMAT_VERSION, IR, MANIFEST, SNAPSHOTS, pack_ir
+from lower_trace.store.layout import FORMAT_VERSION, IR, MANIFEST, SNAPSHOTS, SnapshotPacker, pack_ir
+
+_OPEN: weakref.WeakSet[TraceWriter] = weakref.WeakSet()
+
+
+def _flush_before_fork() -> None:
+    """A forked child would write the parent's buffered lines again (a stream piece twice breaks
+    the stream): they go to the OS first."""
+    for writer in list(_OPEN):
+        try:
+            writer.flush()
+        except OSError:
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_flush_before_fork)
 
 
 class TraceWriter:
@@ -25,41 +42,46 @@ class TraceWriter:
         self.run_dir = run_dir
         self.run = run
         self._lock = threading.Lock()
-        self._manifest: TextIO | None = None
-        self._snapshots: TextIO | None = None
+        self._manifest: Any = None
+        self._snapshots: Any = None
         self._stored: set[str] = set()
-        self._ir: TextIO | None = None
+        self._ir: Any = None
         self._ir_stored: set[str] = set()
+        self._packer = SnapshotPacker(os.getpid())
+        self._unflushed: set[Any] = set()  # the files written since the last flush()
 
-    def _open(self) -> tuple[TextIO, TextIO]:
-        """The manifest and the snapshot pack, opened (the run's header written) on the first write."""
-        manifest, snapshots = self._manifest, self._snapshots
-        if manifest is None or snapshots is None:
+    def _open(self) -> None:
+        if self._manifest is None:
             os.makedirs(self.run_dir, exist_ok=True)
-            snapshots = self._snapshots = open(os.path.join(self.run_dir, SNAPSHOTS), "a", encoding="ascii")
-            manifest = open(os.path.join(self.run_dir, MANIFEST), "a", encoding="ascii")
+            self._snapshots = open(os.path.join(self.run_dir, SNAPSHOTS), "a", encoding="ascii")  # noqa: SIM115  (open for the run; close() closes it)
+            self._packer = SnapshotPacker(os.getpid())  # a new stream in a file (re)opened
+            manifest = open(os.path.join(self.run_dir, MANIFEST), "a", encoding="ascii")  # noqa: SIM115  (likewise)
             header = {"type": "run", "format": FORMAT_VERSION, **to_json(self.run)}
             manifest.write(json.dumps(header) + "\n")
             manifest.flush()
             self._manifest = manifest
-        return manifest, snapshots
+            _OPEN.add(self)
 
-    def append(self, record_type: str, data: dict[str, object]) -> None:
-        """One record (a model record as to_json makes it) at the end of the manifest."""
+    def append(self, record_type: str, data: dict[str, Any]) -> None:
         line = json.dumps({"type": record_type, **data}) + "\n"
         with self._lock:
-            self._open()[0].write(line)
+            self._open()
+            self._manifest.write(line)
+            self._unflushed.add(self._manifest)
 
     def add_snapshot(self, digest: str, text: str) -> None:
         """Store text under its digest once; later calls with the same digest cost nothing."""
         if digest in self._stored:
             return
-        line = json.dumps({"digest": digest, "text": text}) + "\n"
         with self._lock:
             if digest in self._stored:
                 return
+            self._open()
+            if self._packer.stream != os.getpid():  # a forked child: a stream of its own
+                self._packer = SnapshotPacker(os.getpid())
             # Snapshots go out before any record that names them (records are written after).
-            self._open()[1].write(line)
+            self._snapshots.write(self._packer.line(digest, text))
+            self._unflushed.add(self._snapshots)
             self._stored.add(digest)
 
     def add_ir(self, digest: str, text: str, now: bool = False) -> None:
@@ -68,28 +90,31 @@ class TraceWriter:
         with self._lock:
             if digest not in self._ir_stored:
                 self._open()
-                ir = self._ir
-                if ir is None:
-                    ir = self._ir = open(os.path.join(self.run_dir, IR), "a", encoding="ascii")
-                ir.write(json.dumps({"digest": digest, "zjson": pack_ir(text)}) + "\n")
+                if self._ir is None:
+                    self._ir = open(os.path.join(self.run_dir, IR), "a", encoding="ascii")  # noqa: SIM115  (likewise)
+                self._ir.write(json.dumps({"digest": digest, "zjson": pack_ir(text)}) + "\n")
+                self._unflushed.add(self._ir)
                 self._ir_stored.add(digest)
             if now and self._ir is not None:
                 self._ir.flush()
 
-    def append_now(self, record_type: str, data: dict[str, object]) -> None:
+    def append_now(self, record_type: str, data: dict[str, Any]) -> None:
         """Append a record and hand the manifest to the OS at once (before a pass that may crash)."""
         line = json.dumps({"type": record_type, **data}) + "\n"
         with self._lock:
-            manifest, _ = self._open()
-            manifest.write(line)
-            manifest.flush()
+            self._open()
+            self._manifest.write(line)
+            self._manifest.flush()
 
     def flush(self) -> None:
+        if not self._unflushed:  # the worker asks whenever its queue runs dry: mostly nothing new
+            return
         with self._lock:
             # The snapshot pack first: a record on disk never names a snapshot that is not.
             for handle in (self._snapshots, self._ir, self._manifest):
-                if handle is not None:
+                if handle in self._unflushed:
                     handle.flush()
+            self._unflushed.clear()
 
     def close(self) -> None:
         with self._lock:
@@ -97,3 +122,4 @@ class TraceWriter:
                 if handle is not None:
                     handle.close()
             self._manifest = self._snapshots = self._ir = None
+            self._unflushed.clear()

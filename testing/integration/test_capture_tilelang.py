@@ -70,6 +70,17 @@ def test_each_distinct_snapshot_is_stored_once(tmp_path, lower_cuda):
     assert len(set(texts)) == len(texts)
 
 
+def test_the_snapshot_pack_is_compressed(tmp_path, lower_cuda):
+    """Format 2: a GEMM's snapshots take under a sixth of their text on disk (one deflate stream
+    finds what consecutive snapshots share), and read back exactly."""
+    trace, _ = traced(tmp_path, kernels.gemm, lower_cuda)
+    with open(os.path.join(trace.path, "snapshots.jsonl")) as pack:
+        digests = [json.loads(line)["digest"] for line in pack]
+    texts = [trace.snapshot(d) for d in digests]
+    assert len(texts) > 30 and all(texts)
+    assert os.path.getsize(os.path.join(trace.path, "snapshots.jsonl")) < sum(len(t) for t in texts) / 6
+
+
 @pytest.mark.parametrize("name", ["elementwise", "row_sum", "flash_attention"])
 def test_other_kernels_trace_completely(tmp_path, lower_cuda, name):
     trace, artifact = traced(tmp_path, kernels.CUDA_KERNELS[name], lower_cuda)

@@ -19,7 +19,8 @@ echo "$*" >> "$FAKE_LOG"
 if [ "$1" = -m ] && [ "$2" = venv ]; then
   mkdir -p "$3/bin" "$3/site"
   cp "$0" "$3/bin/python"
-  for tool in ruff pyright pytest lower-trace lint-imports; do printf '#!/bin/sh\\necho "%s $*" >> "$FAKE_LOG"\\n' "$tool" > "$3/bin/$tool"; chmod +x "$3/bin/$tool"; done
+  for tool in ruff pyright pytest lower-trace \\
+      lint-imports; do printf '#!/bin/sh\\necho "%s $*" >> "$FAKE_LOG"\\n' "$tool" > "$3/bin/$tool"; chmod +x "$3/bin/$tool"; done
 fi
 case "$*" in *getsitepackages*) echo "$(dirname "$(dirname "$0")")/site" ;; esac
 exit 0

@@ -137,6 +137,54 @@ def test_a_torn_snapshot_line_is_skipped(tmp_path):
     assert trace.snapshot("abc") == "whole" and trace.snapshot("def") == ""
 
 
+def test_a_damaged_compressed_snapshot_hides_only_what_its_stream_still_needs(tmp_path):
+    """Format 2 packs texts through one deflate stream per writer: a piece that does not decode
+    (or decodes to another text) loses the texts after it in that stream, and says so; the next
+    stream (a writer that reopened the pack) and old-format lines read on."""
+    texts = [IR_A, IR_B, IR_B + "# three\n", IR_A + "# four \ud800 \u2028\n"]
+    writer = TraceWriter(str(tmp_path), RunInfo(run_id="r", started=0.0, script="s"))
+    for text in texts[:3]:
+        writer.add_snapshot(digest_of(text), text)
+    writer.close()
+    writer.add_snapshot(digest_of(texts[3]), texts[3])  # reopened: a stream of its own
+    writer.close()
+    lines = (tmp_path / "snapshots.jsonl").read_text().splitlines(keepends=True)
+    assert [("start" in json.loads(line), "text" in json.loads(line)) for line in lines] == [(True, False), (False, False), (False, False), (True, False)]
+    assert all(load_trace(str(tmp_path)).snapshot(digest_of(text)) == text for text in texts)
+    second = json.loads(lines[1])
+    second["crc"] += 1  # the piece decodes, to other bytes than were written
+    lines[1] = json.dumps(second) + "\n"
+    lines.insert(3, json.dumps({"digest": "old", "text": "a format-1 line"}) + "\n")
+    (tmp_path / "snapshots.jsonl").write_text("".join(lines))
+    trace = load_trace(str(tmp_path))
+    with pytest.warns(TraceDamaged, match=r"snapshots.jsonl: 2 damaged lines skipped \(line 2, 3\)"):
+        assert trace.snapshot(digest_of(texts[0])) == texts[0]
+    assert [trace.snapshot(digest_of(text)) for text in texts[1:]] == ["", "", texts[3]]
+    assert trace.snapshot("old") == "a format-1 line"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_writing_into_the_same_pack_keeps_both_streams(tmp_path):
+    texts = [IR_A, IR_B, IR_A + "# parent, after the fork\n", IR_B + "# child\n"]
+    writer = TraceWriter(str(tmp_path), RunInfo(run_id="r", started=0.0, script="s"))
+    writer.add_snapshot(digest_of(texts[0]), texts[0])  # buffered, not flushed: the fork must not copy it
+    pid = os.fork()
+    if pid == 0:  # the child: its own stream, in the same file
+        try:
+            writer.add_snapshot(digest_of(texts[3]), texts[3])
+            writer.flush()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    writer.add_snapshot(digest_of(texts[1]), texts[1])
+    writer.add_snapshot(digest_of(texts[2]), texts[2])
+    writer.close()
+    lines = (tmp_path / "snapshots.jsonl").read_text().splitlines()
+    assert len(lines) == 4 and len({json.loads(line)["stream"] for line in lines}) == 2
+    trace = load_trace(str(tmp_path))
+    assert [trace.snapshot(digest_of(text)) for text in texts] == texts
+
+
 def test_nothing_is_created_before_the_first_record(tmp_path):
     TraceWriter(str(tmp_path / "never"), RunInfo(run_id="r", started=0.0, script="s")).close()
     assert not (tmp_path / "never").exists()
