@@ -76,7 +76,7 @@ def main() -> int:
         code = CHILD.format(testing=os.path.join(HERE, "..", "testing"), mode=mode, count=count, warmup=args.warmup)
         env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
         env["TILELANG_DISABLE_CACHE"] = "1"  # every variant really compiles
-        if mode == "built-in":  # its module stays TileLang's own (lower-trace drives it otherwise, see seed_api.py)
+        if mode == "built-in":  # its module stays TileLang's own (lower-trace drives it otherwise, see startup/seed_shims.py)
             env["TL_LOWER_TRACE_BUILTIN"] = "1"
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
         if proc.returncode != 0:

@@ -80,7 +80,7 @@ def run_child(mode: str, count: int, kernel: str, cores: str | None) -> dict:
         code = CHILD.format(testing=os.path.join(HERE, "..", "testing"), mode=mode, count=count, kernel=kernel, trace_dir=trace_dir)
         env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
         env["TILELANG_DISABLE_CACHE"] = "1"
-        env["TL_LOWER_TRACE_BUILTIN"] = "1"  # its module stays TileLang's own (lower-trace drives it otherwise, see seed_api.py)
+        env["TL_LOWER_TRACE_BUILTIN"] = "1"  # its module stays TileLang's own (lower-trace drives it otherwise, see startup/seed_shims.py)
         command = [sys.executable, "-c", code]
         if cores is not None:
             command = ["taskset", "-c", cores, *command]

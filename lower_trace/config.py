@@ -140,7 +140,7 @@ class Config:
     script: str = ""  # the script folder's name; "" = the running script's (the pytest plugin names a test's)
     title: str = ""  # what the run is called in the report and the CLI ("": the script folder's name)
     # enable(codegen_output=...): "" = working copies in edits/ (the default), None = no working copies,
-    # a path = the first kernel's working copy is kept there too (edit_alias.py).
+    # a path = the first kernel's working copy is kept there too (edits/alias.py).
     codegen_output: str | None = ""
     # Not settings but where they came from: enable() with the same settings is still a no-op.
     filter_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_FILTER: said once, view unfiltered

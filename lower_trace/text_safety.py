@@ -10,7 +10,7 @@ import re
 # every control (Unicode category Cc: ANSI escapes), format character (Cf: the bidi controls,
 # zero-width and tag characters), line and paragraph separator (Zl, Zp) of Unicode 15.1, and
 # lone surrogates (Cs, which no terminal can be sent). The page marks the same set (render/report/page.py).
-# testing/test_properties.py holds the list to unicodedata's categories.
+# testing/unit/test_properties.py holds the list to unicodedata's categories.
 UNSAFE_RANGES = (
     (0x00, 0x1F), (0x7F, 0x9F), (0xAD, 0xAD), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD), (0x70F, 0x70F),
     (0x890, 0x891), (0x8E2, 0x8E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x2028, 0x202E), (0x2060, 0x2064),

@@ -1,7 +1,7 @@
 """One traced process run: the sink compile sessions report to.
 
 A :class:`TraceRun` is created by ``enable()`` and closed by ``disable()``,
-``reset()`` or interpreter exit. It owns the run's trace writer (store.py), its
+``reset()`` or interpreter exit. It owns the run's trace writer (store/writer.py), its
 worker thread, kernel ids, the working copies and the user's messages. Each
 finished kernel is handed to the run's listeners (the terminal view, the HTML
 report: see ``sink.KernelListener``; api.py wires them, capture imports no

@@ -278,7 +278,7 @@ def other_code(own: list[tuple[str, str]], others: list[list[tuple[str, str]]], 
     line that tells it from the most others first, one line where none of them has it), else a
     line that other has and it lacks (``without ...``). Lines are compared as code (literals
     masked). Two codes never get the same words -- one of them names a line it has that the
-    other lacks -- unless a line was cut short or the limit reached (override.py then adds
+    other lacks -- unless a line was cut short or the limit reached (edits/working_copies.py then adds
     the variant's key)."""
     mine = {code for code, _ in own}
     theirs = [{code for code, _ in lines} for lines in others]

@@ -38,9 +38,9 @@ def keep_builtin_tracer_off(run: TraceSink) -> None:
     builtin = sys.modules.get("tilelang.tools.lower_trace")
     own_disable = builtin_tracer.builtin(builtin, "disable") if builtin is not None else None
     if own_disable is not None:
-        own_disable()  # TileLang's own, also where seed_api drives the module
+        own_disable()  # TileLang's own, also where seed_shims drives the module
     exists = builtin is not None or importlib.util.find_spec("tilelang.tools.lower_trace") is not None
-    taken_over = builtin is not None and builtin_tracer.taken_over(builtin)  # seed_api said so already
+    taken_over = builtin is not None and builtin_tracer.taken_over(builtin)  # seed_shims said so already
     if exists and not taken_over and (mode_variable_is_set() or builtin is not None):
         run.note("TileLang's built-in lower_trace is off; lower-trace is the only tracer writing", once="builtin")
 

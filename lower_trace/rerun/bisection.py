@@ -32,7 +32,7 @@ from lower_trace.store.reader import load_trace
 
 # Passes TileLang's pipelines cannot do without: learned (Bisector._learn) on TileLang 0.1.15's
 # C pipeline (a kernel compiled and run) and CUDA pipeline (a pipelined GEMM lowered), plus the
-# two that lower tile operators (T.copy, T.gemm); testing/test_bisect.py checks it suffices for both.
+# two that lower tile operators (T.copy, T.gemm); testing/integration/test_bisect.py checks it suffices for both.
 KNOWN_REQUIRED = (
     "tirx.BindTarget", "tl.MaterializeKernelLaunch", "tl.LayoutInference", "tl.LowerTileOp", "tl.LowerOpaqueBlock",
     "tl.AnnotateDeviceRegions", "tl.SplitHostDevice", "tl.MakePackedAPI", "tl.MergeSharedMemoryAllocations", "tl.LowerDeviceKernelLaunch",

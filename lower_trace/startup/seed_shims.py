@@ -9,7 +9,7 @@ Scripts written for TileLang's built-in tracer call it through its module
     lower_trace.lower_trace(func, [pass_a, ("named", pass_b)], mode="both", html_path="diff.html")
 
 With lower-trace installed, that module's ``enable``, ``reset``, ``disable`` and ``lower_trace``
-are these functions (the same parameters; _takeover.py puts them there when the module is
+are these functions (the same parameters; startup/takeover.py puts them there when the module is
 imported), so the script gets lower-trace: one tracer, one report format, working copies
 in ``edits/``. ``TL_LOWER_TRACE_BUILTIN=1`` keeps TileLang's own.
 """

@@ -1,4 +1,4 @@
-"""Put seed_api's functions into ``tilelang.tools.lower_trace`` as it is imported.
+"""Put seed_shims' functions into ``tilelang.tools.lower_trace`` as it is imported.
 
 The startup hook (lower_trace_startup.pth) adds a finder to sys.meta_path that looks only at
 that module's name and imports nothing else: this module is imported once the user's program

@@ -6,7 +6,7 @@ Layout (this module owns every name in it)::
 
     {trace_dir}/{script}/
         report.html           # a pointer page to the latest run's report
-        edits/                # working copies of the generated source (override.py)
+        edits/                # working copies of the generated source (edits/working_copies.py)
         {run_id}/             # one process run: run-YYYYmmdd-HHMMSS-PID[-N]
             trace.jsonl       # records, one JSON object per line, appended as things happen
             snapshots.jsonl   # one line per distinct IR / source text: {"digest", "stream", "deflate", "crc"}
