@@ -2,7 +2,7 @@
 user's program -- ``input.json`` (the IR the pass received, TVM's own JSON), ``repro.py``
 (plain Python: needs TileLang or TVM, not lower-trace) and ``error.txt`` (what failed).
 
-Pure: the script is rerun/repro_template.py (a module ruff and pyright check) filled in
+Pure: the script is integrations/repro_template.py (a module ruff and pyright check) filled in
 with recorded data (how to build each pass is worked out by the integrations:
 integrations/replay.py's pass_build). ``repro.py`` carries a copy of
 integrations/tilelang_layout_restore.py, which brings TileLang layouts back exactly.
@@ -27,7 +27,7 @@ from lower_trace.text_safety import headline
 INPUT = "input.json"
 SCRIPT = "repro.py"
 ERROR = "error.txt"
-TEMPLATE = "repro_template.py"  # the script, with its placeholders (next to this module)
+TEMPLATE = "repro_template.py"  # the script, with its placeholders (in integrations/: it imports TVM)
 
 
 def folder(run_dir: str, kernel_id: str, seq: int, name: str) -> str:
@@ -95,7 +95,7 @@ def script(spec: ReproSpec) -> str:
 
 
 def _template() -> str:
-    return resources.files("lower_trace").joinpath("rerun").joinpath(TEMPLATE).read_text(encoding="utf-8")
+    return resources.files("lower_trace").joinpath("integrations").joinpath(TEMPLATE).read_text(encoding="utf-8")
 
 
 def _layout_restore() -> str:
