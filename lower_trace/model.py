@@ -180,6 +180,7 @@ class CodegenRecord:
     edit_path: str = ""  # the working copy
     edit_backup: str = ""  # where a conflicting edit was saved
     generated: str = ""  # digest of the fresh codegen, when something else was compiled
+    line_map: str = ""  # digest of {"tir_lines": [...]}: per line of source, the line of tir it came from
 
 
 # --- edit and recompile: one decision, and the listing of the working copies -------------
@@ -268,6 +269,8 @@ class KernelStart:
     pass_configs: dict[str, str] = field(default_factory=dict)
     # What a pass needs to run again alone: the target as TVM's JSON, the typed pass configs.
     context: dict[str, Any] = field(default_factory=dict)
+    # The user's frames that started the compile, outermost first: [file, line, function] each.
+    stack: tuple[tuple[str, int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -288,6 +291,16 @@ class Note:
     text: str
 
 
+def source_key(path: str) -> str:
+    """Where a file of the user's program is stored (once per run), beside the snapshots."""
+    return "source:" + path
+
+
+def spans_key(digest: str) -> str:
+    """Where a snapshot's source spans are stored: beside it, under its digest and ".spans"."""
+    return digest + ".spans"
+
+
 @dataclass(frozen=True)
 class KernelTrace:
     """Everything recorded for one compile of one kernel."""
@@ -304,6 +317,7 @@ class KernelTrace:
     passes: tuple[PassRecord, ...] = ()
     codegen: tuple[CodegenRecord, ...] = ()
     error: ErrorInfo | None = None
+    stack: tuple[tuple[str, int, str], ...] = ()  # as KernelStart.stack
 
     @property
     def steps(self) -> list[PassRecord | CodegenRecord]:
@@ -339,6 +353,14 @@ class Trace:
 
     def snapshot(self, digest: str) -> str:
         return self.read_snapshot(digest) if digest else ""
+
+    def spans(self, digest: str) -> str:
+        """The source spans stored beside a snapshot (see analysis/origins.py); "" when none were."""
+        return self.read_snapshot(spans_key(digest)) if digest else ""
+
+    def source_text(self, path: str) -> str | None:
+        """A file of the user's program as it was when traced; None when the trace has none."""
+        return self.read_snapshot(source_key(path)) or None
 
     def ir_json(self, digest: str) -> str:
         """The TVM JSON of a pass's input (PassRecord.input); "" where it was not kept."""

@@ -44,9 +44,11 @@ class CompileContext(NamedTuple):
 class SnapshotPrinter(Protocol):
     """Prints snapshots of one compile, in order (on the run's worker). It may remember what it
     printed to print the next snapshot faster; the text is always what ``print_ir`` of the
-    rebuilt module gives, character for character."""
+    rebuilt module gives, character for character. With it, the source spans of the text's lines
+    (JSON, see analysis/origins.py; "" when the compiler keeps none)."""
 
-    def __call__(self, identity: Identity) -> str: ...
+    def __call__(self, identity: Identity) -> tuple[str, str]: ...
+    def user_files(self) -> list[str]: ...  # the user's files the spans printed so far name
 
 
 class IRAdapter(Protocol):
@@ -70,6 +72,12 @@ class IRAdapter(Protocol):
 
     # --- codegen ---------------------------------------------------------------------------
     def codegen_info(self, function: str, target: Any) -> CodegenInfo: ...
+    # Per line of `source` (codegen `function`'s output for mod), the line of `tir_text` it came
+    # from, as JSON; "" when this compiler cannot say. On the worker, after the compile's codegen.
+    def codegen_line_map(self, function: str, mod: Module, target: Any, configs: dict[str, Any], source: str, tir_text: str) -> str: ...
+    def codegen_configs(self) -> dict[str, Any]: ...  # the current PassContext's configs, as the compiler holds them
+    def spans_problem(self) -> str: ...  # why lines cannot be traced to the user's source here; "" when they can
+    def user_stack(self) -> tuple[tuple[str, int, str], ...]: ...  # the user's frames now: [file, line, function]
     def module_source(self, runtime_mod: Any) -> str: ...  # the generated source ("" if none)
     def source_module(self, text: str, language: str) -> Any: ...  # a runtime module holding text
 

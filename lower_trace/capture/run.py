@@ -31,6 +31,7 @@ from lower_trace.store.paths import script_name
 from lower_trace.store.writer import TraceWriter
 from lower_trace.text_safety import plural, short_path
 
+_MAX_SOURCE_BYTES = 2_000_000  # a file bigger than this is no kernel source worth keeping
 
 def spare_core() -> bool:
     """Whether this process may run on more than one core: then printing on a worker thread
@@ -80,6 +81,7 @@ class TraceRun:
         self.gate: PassGate | None = PassGate(config.bisect) if config.bisect is not None else None
         self._lock = threading.Lock()
         self._register_lock = threading.Lock()
+        self._sources: dict[str, str | None] = {}  # the user's files read so far (read_source)
         self._kernel_count = 0
         self._pending_notes: list[str] = []
         self.kernel_summaries: list[KernelSummary] = []  # what the closing line needs; the rest is on disk
@@ -174,8 +176,9 @@ class TraceRun:
     # --- records ---------------------------------------------------------------
 
     def register_kernel(
-        self, name: str, started: float, target: str, entry: str, pass_configs: dict[str, str], context: dict[str, Any] | None = None, now: bool = False
-    ) -> str:
+        self, name: str, started: float, target: str, entry: str, pass_configs: dict[str, str], context: dict[str, Any] | None = None, now: bool = False,
+        stack: tuple[tuple[str, int, str], ...] = (),
+    ) -> str:  # fmt: skip
         """A new kernel id now; its record is written by the worker, before the kernel's passes
         (now: on the calling thread, in the OS's hands on return, for replay's crash safety)."""
         # One lock for the id and the queueing, so records come out in id order when kernels
@@ -185,7 +188,7 @@ class TraceRun:
                 self._kernel_count += 1
                 kernel_id = f"k{self._kernel_count}"
                 notes, self._pending_notes = self._pending_notes, []
-            start = KernelStart(kernel_id, name, started, target, entry, pass_configs, context or {})
+            start = KernelStart(kernel_id, name, started, target, entry, pass_configs, context or {}, stack)
 
             def write() -> None:
                 for text in notes:
@@ -201,6 +204,20 @@ class TraceRun:
             else:
                 self.worker.submit(write)
         return kernel_id
+
+    def read_source(self, path: str) -> str | None:
+        """A file of the user's program, read the first time a kernel names it (the trace keeps it
+        as it was then); None when it cannot be read or is too big to be a kernel's source."""
+        if path not in self._sources:
+            text = None
+            try:
+                if os.path.getsize(path) <= _MAX_SOURCE_BYTES:
+                    with open(path, encoding="utf-8", errors="surrogateescape") as file:
+                        text = file.read()
+            except (OSError, ValueError):
+                text = None
+            self._sources[path] = text
+        return self._sources[path]
 
     def _to_disk(self, write: Callable[[TraceWriter], object]) -> bool:
         """write(the trace writer), unless this run writes nothing (any more). A disk error is

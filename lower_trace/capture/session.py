@@ -23,7 +23,7 @@ from lower_trace.capture.passes import OpenPass, PassLog
 from lower_trace.capture.sink import TraceSink
 from lower_trace.capture.snapshots import Snapshots
 from lower_trace.capture.worker import SnapshotRef
-from lower_trace.model import CodegenRecord, EditOutcome, ErrorInfo, KernelStatus, KernelTrace, PassBuild, PassStatus, ReproSpec
+from lower_trace.model import CodegenRecord, EditOutcome, ErrorInfo, KernelStatus, KernelTrace, PassBuild, PassStatus, ReproSpec, source_key
 from lower_trace.store.layout import digest_of
 from lower_trace.text_safety import line_directive
 
@@ -77,6 +77,7 @@ class CompileSession:
         self._ordinal = 0  # the gate's number for the pass about to start (lower-trace bisect)
         self._finished = False
         self.codegen_steps: list[CodegenRecord] = []  # filled by the worker
+        self.stack: tuple[tuple[str, int, str], ...] = ()  # the user's frames that started the compile
 
     def _next_seq(self) -> int:
         seq = self._seq
@@ -102,6 +103,7 @@ class CompileSession:
                 self.initial_text = text
                 self.worker.submit(lambda: self.snapshots.store_text(text))
                 self.snapshots.remember(identity, ref)
+                self.snapshots.spans_of(identity, ref)
         self.target = context.target
         try:
             self.context = self.ir.replay_context()
@@ -110,6 +112,16 @@ class CompileSession:
         # With the TIR, the target and pass configs make the variant: they change the code too.
         configs = context.pass_configs
         self.variant_config = "; ".join([f"target={self.target}", *(f"{k}={configs[k]}" for k in sorted(configs, key=str))])
+        try:
+            self.stack = self.ir.user_stack()
+        except Exception as exc:
+            self.tracer_fault(exc)
+        problem = self.ir.spans_problem()
+        if problem:
+            self.run.note(
+                f"{problem}: no line of the IR or the generated source is traced to your program's lines (lower-trace where, the report's source pane)",
+                once="spans",
+            )
         self.kernel_id = self.pass_log.kernel_id = self.run.register_kernel(
             name=self.kernel_name,
             started=self.started,
@@ -118,6 +130,7 @@ class CompileSession:
             pass_configs=configs,
             context=self.context,
             now=self.replay,
+            stack=self.stack,
         )
 
     # --- pass events (the compiler's hot path) ---------------------------------------
@@ -268,6 +281,7 @@ class CompileSession:
         ms = (time.perf_counter() - started) * 1000.0
         step = dict(seq=seq, role=role, function=function, target=target_text, language=language, ms=ms)
         try:
+            mapping = (function, mod, target, self.ir.codegen_configs())  # the line map's, made on the worker
             source = self.ir.module_source(result)
             if active.edit is None and language == "c" and self.edits_enabled and self.run.edits is not None and source:
                 text = self.edit_source(active, source)
@@ -275,7 +289,7 @@ class CompileSession:
                     result = self.ir.source_module(text, language)
             if active.edit is not None:
                 source = active.edit[0].compile_text
-            self.worker.submit(lambda: self._write_codegen(step, tir, source, active.edit, None))
+            self.worker.submit(lambda: self._write_codegen(step, tir, source, active.edit, None, mapping))
         except Exception as exc:
             self.tracer_fault(exc)
         return result
@@ -311,7 +325,10 @@ class CompileSession:
             return line_directive(outcome.compile_text, outcome.path, active.language)
         return outcome.compile_text
 
-    def _write_codegen(self, step: dict[str, Any], tir: SnapshotRef, source: str, edit: tuple[EditOutcome, str] | None, error: ErrorInfo | None) -> None:
+    def _write_codegen(
+        self, step: dict[str, Any], tir: SnapshotRef, source: str, edit: tuple[EditOutcome, str] | None, error: ErrorInfo | None,
+        mapping: tuple[str, Module, Any, dict[str, Any]] | None = None,
+    ) -> None:  # fmt: skip
         extra: dict[str, Any] = {}
         store_text = self.snapshots.store_text
         if edit is not None:
@@ -319,6 +336,8 @@ class CompileSession:
             extra = dict(edit_status=outcome.status, edit_path=outcome.path, edit_backup=outcome.backup)
             if generated != outcome.compile_text:
                 extra["generated"] = store_text(generated)
+        if mapping is not None and source:
+            extra["line_map"] = self._line_map(mapping, source, tir)
         record = CodegenRecord(
             kernel=self.kernel_id,
             tir=tir.digest,
@@ -329,6 +348,20 @@ class CompileSession:
         )
         self.codegen_steps.append(record)
         self.run.append_record("codegen", record)
+
+    def _line_map(self, mapping: tuple[str, Module, Any, dict[str, Any]], source: str, tir: SnapshotRef) -> str:
+        """The stored digest of which TIR line each source line comes from ("" when none can be made)."""
+        texts = self.snapshots.texts
+        tir_text = texts.get(tir.digest) if texts is not None else None
+        if not tir_text:
+            return ""
+        function, mod, target, configs = mapping
+        try:
+            lines = self.ir.codegen_line_map(function, mod, target, configs, source, tir_text)
+        except Exception as exc:  # no line map: the source is shown without origins
+            self.tracer_fault(exc)
+            return ""
+        return self.snapshots.store_text(lines) if lines else ""
 
     # --- end of compile ----------------------------------------------------------------
 
@@ -372,11 +405,25 @@ class CompileSession:
             passes=self.pass_log.hand_over(),
             codegen=tuple(self.codegen_steps),
             error=failure,
+            stack=self.stack,
         )
+        self._store_sources()
         # Release everything the compile held: texts, records, module references.
         texts = self.snapshots.hand_over()
         self.codegen_steps, self._interrupted = [], []
         self.run.kernel_finished(kernel, texts)
+
+    def _store_sources(self) -> None:
+        """The user's files this kernel's spans and stack name, as they are now (once per run)."""
+        try:
+            paths = dict.fromkeys([*self.snapshots.user_files(), *(file for file, _, _ in self.stack)])
+        except Exception as exc:
+            self.tracer_fault(exc)
+            return
+        for path in paths:
+            text = self.run.read_source(path)
+            if text is not None:
+                self.snapshots.store_text(text, source_key(path))
 
     def _record_failures(self, error: BaseException | None) -> None:
         if not self._interrupted:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from lower_trace.capture.ir_adapter import Identity, IRAdapter, Module
 from lower_trace.capture.worker import SnapshotRef, Worker
+from lower_trace.model import spans_key
 from lower_trace.store.layout import digest_of
 
 RECENT = 8  # recent contents remembered; covers nested passes and the host/device split
@@ -48,11 +49,29 @@ class Snapshots:
         del recent[RECENT:]
 
     def _print(self, ref: SnapshotRef, identity: Identity) -> None:
-        ref.digest = self.store_text(self._printer(identity))
+        text, spans = self._printer(identity)
+        ref.digest = self.store_text(text)
+        if spans:
+            self.store_text(spans, spans_key(ref.digest))
 
-    def store_text(self, text: str) -> str:
-        """Keep a text of this compile (a snapshot, a generated source) under its digest."""
-        digest = digest_of(text)
+    def spans_of(self, identity: Identity, ref: SnapshotRef) -> None:
+        """The spans of a snapshot printed plainly on the compiler's thread (the kernel's input, for
+        edits): printed again on the worker with markers, kept when the text is the same."""
+
+        def job() -> None:
+            text, spans = self._printer(identity)
+            if spans and digest_of(text) == ref.digest:
+                self.store_text(spans, spans_key(ref.digest))
+
+        self.worker.submit(job)
+
+    def user_files(self) -> list[str]:
+        """The user's files this compile's spans name (on the worker, once the prints are done)."""
+        return self._printer.user_files()
+
+    def store_text(self, text: str, key: str = "") -> str:
+        """Keep a text of this compile (a snapshot, a generated source) under its digest (or key)."""
+        digest = key or digest_of(text)
         if self.texts is not None:  # None once the kernel was handed over
             self.texts[digest] = text
         self._store(digest, text)
@@ -67,5 +86,18 @@ class Snapshots:
         printer's memory (texts and functions it may reuse) goes with them."""
         texts, self.texts = self.texts or {}, None
         ir = self.ir
-        self._printer = lambda identity: ir.print_ir(ir.rebuild(identity))
+        self._printer = _Plain(ir)
         return texts
+
+
+class _Plain:
+    """After the hand-over: whole prints, no spans (a late snapshot is rare and shown without)."""
+
+    def __init__(self, ir: IRAdapter) -> None:
+        self._ir = ir
+
+    def __call__(self, identity: Identity) -> tuple[str, str]:
+        return self._ir.print_ir(self._ir.rebuild(identity)), ""
+
+    def user_files(self) -> list[str]:
+        return []

@@ -80,6 +80,10 @@ def cmd_blame(args: argparse.Namespace) -> int:
     if len(kernels) != 1:
         raise UsageError(f"{trace.path}: blame needs one kernel; pick it by id with -k: {kernel_list(kernels)}")
     kernel = kernels[0]
+    if args.source:
+        if args.pattern is not None or args.ir is not None:
+            raise UsageError("--source blames the generated source line by line; a PATTERN and --ir do not apply to it")
+        return _blame_source(trace, kernel, args.json)
     until = None
     steps: list[PassRecord] = []
     if args.ir is not None:
@@ -114,12 +118,42 @@ def cmd_blame(args: argparse.Namespace) -> int:
     return 0
 
 
+def _blame_source(trace: Any, kernel: Any, as_json: bool) -> int:
+    """blame --source: each line of the generated source with the pass that made the TIR line it
+    comes from and its origin in the user's program."""
+    from lower_trace.analysis.origins import source_owner
+    from lower_trace.cli.where_command import origins_of
+    from lower_trace.render import origins_view
+
+    result = origins_of(trace, kernel)
+    steps = [step for step in kernel.codegen if step.seq in result.sources]
+    if not steps:
+        raise UsageError(f"{trace.path}: kernel {kernel.kernel_id} ({kernel.name}) has no generated source in this trace")
+    found = []
+    for step in steps:
+        entry = result.sources[step.seq]
+        owners = [source_owner(result, step, i) for i in range(len(entry.origins))]
+        found.append((step, entry, owners))
+    if as_json:
+        print_json([
+            {"role": step.role, "language": step.language, "lines": origins_view.lines_json(entry.text, entry.origins, owners)}
+            for step, entry, owners in found
+        ])
+        return 0
+    for step, entry, owners in found:
+        if len(found) > 1:
+            sys.stdout.write(f"== {step.role} source ({step.language}) ==\n")
+        origins_view.write_with_origins(sys.stdout, entry.text, entry.origins, owners)
+    return 0
+
+
 def add_parsers(sub: Any) -> None:
     blame = sub.add_parser("blame", help="which pass made a line of the IR", description=cmd_blame.__doc__)
     add_trace(blame)
     blame.add_argument("pattern", nargs="?", metavar="PATTERN", help="a regex: the history of the lines it matches")
     add_kernel(blame)
     blame.add_argument("--ir", metavar="PASS", help="blame the IR after PASS (default: the final TIR)")
+    blame.add_argument("--source", action="store_true", help="blame the generated source: each line's pass and the line of your program it comes from")
     blame.add_argument("--json", action="store_true", help="the answer as JSON")
     blame.set_defaults(func=cmd_blame)
 

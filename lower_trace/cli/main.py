@@ -9,7 +9,7 @@ import warnings
 from typing import NoReturn
 
 from lower_trace import __version__
-from lower_trace.cli import answers, bisect_command, edits, rerun, run_script, traces
+from lower_trace.cli import answers, bisect_command, edits, rerun, run_script, traces, where_command
 from lower_trace.cli.selection import UsageError
 from lower_trace.store.layout import TraceNotFound
 from lower_trace.store.reader import TraceDamaged
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     traces.add_parsers(sub)
     edits.add_parser(sub)
     answers.add_parsers(sub)
+    where_command.add_parser(sub)
     rerun.add_parsers(sub)
     bisect_command.add_parser(sub)
     return parser
@@ -62,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         # `blame DIR -k K REGEX`: argparse takes a command's positionals only before its first option.
         if getattr(args, "func", None) is answers.cmd_blame and args.pattern is None and len(extra) == 1 and not extra[0].startswith("-"):
             args.pattern = extra[0]
+        elif getattr(args, "func", None) is where_command.cmd_where and args.location is None and len(extra) == 1 and not extra[0].startswith("-"):
+            args.location = extra[0]  # `where DIR -k K FILE:LINE`
         else:
             command = f"{parser.prog} {args.command}" if getattr(args, "command", None) else parser.prog
             parser.exit(2, f"{command}: error: unrecognized arguments: {' '.join(extra)} (see {command} --help)\n")

@@ -24,6 +24,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         if args.changed or args.no_diff or args.no_source:
             raise UsageError("--timing shows every step's time; --changed, --no-diff and --no-source do not apply to it")
         return show_timing(trace, kernels, args.json)
+    if args.origins and args.ir is None:
+        raise UsageError("--origins goes with --ir PASS: the IR after PASS, each line with the line of your program it comes from")
     renderer = TerminalRenderer(sys.stdout, color=color_wanted_by(args), context=args.context)
     renderer.trace_path = trace.path
     if args.ir is not None:
@@ -41,6 +43,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             raise UsageError(f"{trace.path}: {len(steps)} passes of kernel {kernel.kernel_id} {said}; pick one by number: {numbers}")
         step = steps[0]
         digest = step.source if isinstance(step, CodegenRecord) else (step.after or step.before)
+        if args.origins:
+            return _show_with_origins(trace, kernel, step, trace.snapshot(digest), args.json)
         if args.json:
             from lower_trace.render.json_view import ir_text_json
 
@@ -145,6 +149,24 @@ def show_timing(trace: Trace, kernels: list[KernelTrace], as_json: bool) -> int:
     return 0
 
 
+def _show_with_origins(trace: Trace, kernel: Any, step: Any, text: str, as_json: bool) -> int:
+    """show --ir PASS --origins: the IR (or source) with, per line, the line of the user's program it comes from."""
+    from lower_trace.cli.where_command import origins_of
+    from lower_trace.render import origins_view
+
+    result = origins_of(trace, kernel)
+    if isinstance(step, CodegenRecord):
+        entry = result.sources.get(step.seq)
+        origins = entry.origins if entry is not None else []
+    else:
+        origins = result.of_text(text)
+    if as_json:
+        print_json({"kernel": kernel.kernel_id, "step": step.seq, "lines": origins_view.lines_json(text, origins)})
+    else:
+        origins_view.write_with_origins(sys.stdout, text, origins)
+    return 0
+
+
 def add_parsers(sub: Any) -> None:
     show = sub.add_parser("show", help="print a trace's passes and diffs", description=cmd_show.__doc__)
     add_trace(show)
@@ -153,6 +175,7 @@ def add_parsers(sub: Any) -> None:
     which.add_argument("-p", "--pass", dest="pass_", metavar="PASS", help="only this pass (sequence number or name)")
     which.add_argument("--ir", metavar="PASS", help="print the IR after PASS (the IR it received, if it failed; the source, for codegen)")
     which.add_argument("--timing", action="store_true", help="ms, self ms and IR lines per step (one kernel); the slowest steps over the run (several)")
+    show.add_argument("--origins", action="store_true", help="with --ir: each line with the line of your program it comes from")
     show.add_argument("--changed", action="store_true", help="hide passes that changed nothing")
     show.add_argument("--no-diff", action="store_true", help="the pass table only (no diffs, no generated source)")
     show.add_argument("--no-source", action="store_true", help="do not print generated source")

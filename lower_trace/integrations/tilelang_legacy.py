@@ -23,6 +23,8 @@ import sys
 from contextvars import ContextVar
 from typing import Any
 
+import tilelang
+
 from lower_trace.capture.naming import call_sites
 from lower_trace.capture.session import CompileSession
 from lower_trace.capture.sink import GetRun
@@ -36,6 +38,9 @@ from lower_trace.integrations.tilelang_common import (
     versions,
 )
 from lower_trace.integrations.tvm_ir import SKIP_DIRS, TVMIR, GlobalFunctions, SourceHooks, run_traced
+
+# Before 0.1.15 TileLang's frontend puts no spans on the statements it builds.
+NO_SPANS = f"TileLang {getattr(tilelang, '__version__', '')} keeps no source spans on its IR (0.1.15 does)"
 
 _phase: ContextVar[str | None] = ContextVar("lower_trace_legacy_phase", default=None)
 _session: ContextVar[CompileSession | None] = ContextVar("lower_trace_legacy_session", default=None)
@@ -51,7 +56,7 @@ def supported() -> bool:
 class LegacyTileLangIntegration:
     def __init__(self, get_run: GetRun) -> None:
         self._get_run = get_run
-        self._ir = TVMIR(_phase.get, _PHASE_RULES, layouts=True, library_dirs=LIBRARY_DIRS)
+        self._ir = TVMIR(_phase.get, _PHASE_RULES, layouts=True, library_dirs=LIBRARY_DIRS, spans=NO_SPANS)
         self._patches = Patches()
         self._codegen = GlobalFunctions()
         self._hooks = SourceHooks()

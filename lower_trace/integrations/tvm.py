@@ -50,7 +50,7 @@ def _phase_of(sites: list[CallSite]) -> str:
 
 
 def _ir() -> TVMIR:
-    return TVMIR(skip_dirs=_SKIP, phase_of_sites=_phase_of)
+    return TVMIR(skip_dirs=_SKIP, phase_of_sites=_phase_of, spans="plain TVM keeps no source spans lower-trace can read")
 
 
 def versions() -> dict[str, str]:

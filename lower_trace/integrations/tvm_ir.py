@@ -11,6 +11,8 @@ that ran them (``phase_rules``).
 from __future__ import annotations
 
 import os
+import sys
+import sysconfig
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,7 +24,7 @@ from lower_trace.capture.naming import CallSite, call_shape, call_sites, factory
 from lower_trace.capture.session import CompileSession, current_codegen
 from lower_trace.capture.sink import TraceSink
 from lower_trace.capture.tracker import GatedTracker, PassTracker
-from lower_trace.integrations import pass_calls, replay
+from lower_trace.integrations import pass_calls, replay, tir_spans
 from lower_trace.integrations.tvm_print import ReusingPrinter, function_items, same_object, same_parts, structural_equal
 from lower_trace.model import FragmentLayout, PassBuild, PassCall
 
@@ -128,6 +130,41 @@ def tvm_version() -> str:
     return str(getattr(tvm, "__version__", ""))
 
 
+# Python's own modules and installed packages (pytest, runpy, ...) are no frames of the user's program.
+_STDLIB = tuple(os.path.join(sysconfig.get_paths()[name], "") for name in ("stdlib", "purelib", "platlib"))
+_STACK_DEPTH = 24  # frames of the user's program kept per compile, innermost first
+
+
+class _PlainPrinter:
+    """Snapshots without spans."""
+
+    def __init__(self, printer: ReusingPrinter) -> None:
+        self._printer = printer
+
+    def __call__(self, identity: Identity) -> tuple[str, str]:
+        return self._printer(identity), ""
+
+    def user_files(self) -> list[str]:
+        return []
+
+
+class _SpanSnapshotPrinter:
+    """Snapshots printed with span markers (pieced together by ReusingPrinter, markers and all),
+    split into the plain text and its spans."""
+
+    def __init__(self, ir: TVMIR, spans: tir_spans.SpanPrinter) -> None:
+        self._ir = ir
+        self._spans = spans
+        self._printer = ReusingPrinter(spans.print_marked)
+
+    def __call__(self, identity: Identity) -> tuple[str, str]:
+        return self._spans.split(self._printer(identity), lambda: self._ir.rebuild(identity))
+
+    def user_files(self) -> list[str]:
+        files = self._spans.files
+        return [name for name in files.names if not files.is_library(name) and os.path.isfile(name)]
+
+
 class TVMIR:
     """The IRAdapter that capture uses: printing, identity, names, context."""
 
@@ -139,7 +176,10 @@ class TVMIR:
         phase_of_sites: Callable[[list[CallSite]], str] | None = None,
         layouts: bool = False,
         library_dirs: Sequence[str] = (),
+        spans: str = "",
     ) -> None:
+        # "" when statements carry the user's source spans; else why lines cannot be traced to it.
+        self._spans_problem = spans if spans else ("" if tir_spans.available() else "this compiler keeps no source spans on its IR")
         self.layouts = layouts  # TileLang: fragment layouts are read for the report's pictures
         # The compiler's own Python (TileLang's pipelines): its calls' arguments are evaluated again whatever they hold.
         self.library_dirs = tuple(os.path.join(d, "") for d in library_dirs)
@@ -152,8 +192,36 @@ class TVMIR:
         return mod.script()
 
     def snapshot_printer(self) -> SnapshotPrinter:
-        """Prints a compile's snapshots, reusing the text of functions that did not change (tvm_print.py)."""
-        return ReusingPrinter(self.print_ir)
+        """Prints a compile's snapshots, reusing the text of functions that did not change (tvm_print.py),
+        with their statements' source spans where the compiler keeps them (tir_spans.py)."""
+        if self._spans_problem:
+            return _PlainPrinter(ReusingPrinter(self.print_ir))
+        return _SpanSnapshotPrinter(self, tir_spans.SpanPrinter(self.print_ir, (*self.library_dirs, *self.skip_dirs)))
+
+    def spans_problem(self) -> str:
+        return self._spans_problem or ("marked prints differed from plain ones in this process" if tir_spans.marking_disabled() else "")
+
+    def codegen_line_map(self, function: str, mod: Module, target: Any, configs: dict[str, Any], source: str, tir_text: str) -> str:
+        if self._spans_problem:
+            return ""
+        return tir_spans.codegen_line_map(function, mod, target, configs, source, tir_text)
+
+    def codegen_configs(self) -> dict[str, Any]:
+        if self._spans_problem:
+            return {}
+        return dict(tvm.transform.PassContext.current().config)
+
+    def user_stack(self) -> tuple[tuple[str, int, str], ...]:
+        """The frames of the user's program now (not TileLang's, TVM's, ours or Python's own), outermost first."""
+        skip = (*self.library_dirs, *(os.path.join(d, "") for d in self.skip_dirs), *_STDLIB)
+        frames: list[tuple[str, int, str]] = []
+        frame = sys._getframe(1)
+        while frame is not None and len(frames) < _STACK_DEPTH:
+            name = frame.f_code.co_filename
+            if not name.startswith(skip) and not name.startswith("<"):
+                frames.append((name, frame.f_lineno, frame.f_code.co_name))
+            frame = frame.f_back
+        return tuple(reversed(frames))
 
     def identity(self, mod: Module) -> Identity:
         """The module's parts, held by reference: passes may update an IRModule in place

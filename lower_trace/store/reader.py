@@ -170,6 +170,8 @@ def _add_record(kernels: dict[str, dict[str, Any]], notes: list[str], record: di
         for key, convert in (("name", str), ("started", float), ("target", str), ("entry", str), ("pass_configs", dict), ("context", dict)):
             if key in record:
                 entry[key] = convert(record[key])
+        if "stack" in record:
+            entry["stack"] = tuple((str(file), int(line), str(function)) for file, line, function in record["stack"])
     elif kind == "pass":
         entry["passes"].append(_checked(pass_from_json(record)))
     elif kind in ("pass_start", "pass_open"):
@@ -192,7 +194,7 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     **dict.fromkeys(("seq", "depth"), int),
     "ms": (int, float),
     **dict.fromkeys(("kernel", "name", "phase", "caller", "before", "after", "role", "function", "target", "language", "tir", "source"), str),
-    **dict.fromkeys(("edit_path", "edit_backup", "generated", "input", "repro"), str),  # edit_status: codegen_from_json
+    **dict.fromkeys(("edit_path", "edit_backup", "generated", "input", "repro", "line_map"), str),  # edit_status: codegen_from_json
 }
 
 

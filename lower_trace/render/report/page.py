@@ -27,7 +27,7 @@ from lower_trace.render import terminal
 # What the page's JS is made of, in the order it runs (each its own script element).
 SCRIPTS = (
     "state.js", "diff.js", "text.js", "blame.js", "blocks.js", "search.js", "kernels.js", "view.js",
-    "compare.js", "compare_view.js", "timing.js", "layout.js", "report.js",
+    "compare.js", "compare_view.js", "timing.js", "layout.js", "origins.js", "report.js",
 )  # fmt: skip
 PAGE_FORMAT = 2  # 1: one data block + one snapshot pack; 2: append-only kernel blocks
 
@@ -179,6 +179,7 @@ def kernel_summary(kernel: KernelTrace, block: int, refs: list[int], times: list
         "timing": kernel_totals(times),
         "block": block,
         "refs": refs,
+        "stack": [list(frame) for frame in kernel.stack],  # the user's frames that started the compile
     }
 
 

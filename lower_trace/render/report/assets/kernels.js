@@ -30,6 +30,13 @@ const LTIndex = (() => {
     if (kernel.variant) cell.appendChild(el("span", "muted variant", kernel.variant));
     row.appendChild(cell);
     row.title = LTText.visible([kernel.id, kernel.name, kernel.variant].filter(Boolean).join(" · "));
+    // Where the user's program compiled it (its frames, outermost first), as tlparse shows a compile's stack.
+    const stack = kernel.stack || [];
+    if (stack.length) {
+      const [file, line, fn] = stack[stack.length - 1];
+      cell.appendChild(el("span", "muted call-site", `${file.split(/[\\/]/).pop()}:${line} ${fn}`));
+      row.title += LTText.visible("\ncompiled from:\n" + stack.map(([f, l, n]) => `  ${f}:${l} in ${n}`).join("\n"));
+    }
     row.appendChild(el("span", "muted target", kernel.target || "?"));
     const counts = el("span", "counts");
     counts.appendChild(el("span", "", plural(kernel.passes, "pass", "passes")));

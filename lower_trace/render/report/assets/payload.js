@@ -80,6 +80,7 @@
  * @property {Object<string, [number, number, number, number]>} timing  per step name: calls, self ms, slowest self ms, its seq (analysis.timing.kernel_totals)
  * @property {number} block  the number of its payload block (#lt-p<block>)
  * @property {number[]} refs  the earlier blocks that carry snapshots it names
+ * @property {Array<[string, number, string]>} [stack]  the user's frames that started the compile, outermost first
  */
 
 /**
@@ -88,6 +89,7 @@
  * @property {LTStep[]} steps  page.kernel_steps
  * @property {Object<string, string>} snapshots  the texts no earlier block carried, by digest
  * @property {LTError|null} error
+ * @property {LTOriginsData} [origins]  the source map (render/report/origins_data.py), absent without spans
  */
 
 /**
@@ -166,7 +168,7 @@
 
 /**
  * A kernel opened in the page: its summary with its steps, full error and snapshot texts (blocks.open).
- * @typedef {Omit<LTKernelSummary, "error" | "steps"> & {steps: LTStep[], error: LTError|null, snap: (digest: string) => string}} LTKernel
+ * @typedef {Omit<LTKernelSummary, "error" | "steps"> & {steps: LTStep[], error: LTError|null, snap: (digest: string) => string, origins?: LTOriginsData|null}} LTKernel
  */
 
 /**
@@ -191,4 +193,17 @@
  * @property {string} name
  * @property {string} target
  * @property {number} passes
+ */
+
+/**
+ * A kernel's source map (render/report/origins_data.py): per snapshot or generated source (by
+ * digest) an origin number per line (-1: none); origins are [place, how, [library file, line]|null];
+ * places are [file number, line] of the user's program.
+ * @typedef {Object} LTOriginsData
+ * @property {string[]} files
+ * @property {Array<[number, number]>} places
+ * @property {Array<[number, string, [string, number]|null]>} table
+ * @property {Object<string, number[]>} lines
+ * @property {Object<string, Array<[number, string, number, number]>>} history  by place: [pass seq, what, lines before, after]
+ * @property {Object<string, {first: number, lines: string[]}>} sources  by file: the part of it shown
  */

@@ -1,6 +1,6 @@
 // @ts-check
 "use strict";
-/* global LTText, LTBlame, LTDiff, LTLayout */
+/* global LTText, LTBlame, LTDiff, LTLayout, LTOrigins */
 /* exported LTView */
 /** @typedef {ReturnType<typeof LTView.create>} LTDetailView what LTView.create gives a page */
 /** @typedef {{snap: (digest: string) => string}} LTTexts a kernel, or anything with texts by digest (a comparison's sides) */
@@ -73,14 +73,16 @@ const LTView = (() => {
 
   // An IR in full. With `blame` ({kernel, seq}: the IR after pass seq) it has a blame toggle:
   // each line with the pass that last changed it, a click away from that pass's diff.
-  /** @param {string} text @param {string} label @param {{kernel: LTKernel, seq: number}|null} [blame] */
-  function irView(text, label, blame) {
+  // With `origin` ({kernel, digest}: which text it is) each line carries the line of the user's program it comes from.
+  /** @param {string} text @param {string} label @param {{kernel: LTKernel, seq: number}|null} [blame] @param {{kernel: LTKernel, digest: string}|null} [origin] */
+  function irView(text, label, blame, origin) {
     const box = el("section", "ir-box");
     const bar = el("div", "toolbar");
     bar.appendChild(el("span", "label", label));
     bar.appendChild(copyButton("copy", text));
     box.appendChild(bar);
-    const plain = () => marked(el("pre", "ir"), text);
+    const lined = origin && LTOrigins.linesOf(origin.kernel, origin.digest);
+    const plain = () => (lined ? LTOrigins.pre(text, origin.kernel, origin.digest, marked) : marked(el("pre", "ir"), text));
     let body = plain();
     box.appendChild(body);
     if (blame && handlers.select) {
@@ -172,6 +174,9 @@ const LTView = (() => {
     meta.push(msText(step));
     head.appendChild(el("div", "meta", meta.filter(Boolean).join(" · ")));
     main.appendChild(head);
+    const failing = step.status === "failed" && step.error ? { digest: step.before, message: `${step.error.message}\n${step.error.traceback || ""}` } : null;
+    const pane = LTOrigins.sourcePane(kernel, (seq) => handlers.select && handlers.select(seq), failing);
+    if (pane) main.appendChild(pane);
     if (step.error) main.appendChild(errorBox(step.error));
     const rerun = reproBox(step);
     if (rerun) main.appendChild(rerun);
@@ -179,9 +184,9 @@ const LTView = (() => {
       if (step.edit_status) main.appendChild(editNote(step));
       const panes = el("div", "panes");
       const maker = LTBlame.passMaking(kernel, step.tir);
-      panes.appendChild(irView(snap(step.tir), "final TIR handed to codegen", maker ? { kernel, seq: maker.seq } : null));
+      panes.appendChild(irView(snap(step.tir), "final TIR handed to codegen", maker ? { kernel, seq: maker.seq } : null, { kernel, digest: step.tir }));
       const compiled = step.generated ? `your edited ${step.language} source, compiled (${step.role})` : `generated ${step.language} source (${step.role})`;
-      panes.appendChild(irView(snap(step.source), compiled));
+      panes.appendChild(irView(snap(step.source), compiled, null, { kernel, digest: step.source }));
       main.appendChild(panes);
       if (step.generated && step.edit_status === "PATCHED") {
         main.appendChild(el("h3", "", "your edit against the generated source"));
@@ -202,9 +207,9 @@ const LTView = (() => {
       main.appendChild(irView(snap(step.before), "the IR it would have received"));
     } else if (step.status === "unchanged") {
       main.appendChild(el("p", "hint", "This pass left the IR unchanged."));
-      main.appendChild(irView(snap(step.before), "IR (before and after)", { kernel, seq: step.seq }));
+      main.appendChild(irView(snap(step.before), "IR (before and after)", { kernel, seq: step.seq }, { kernel, digest: step.before }));
     } else {
-      main.appendChild(irView(snap(step.before), "the IR this pass received"));
+      main.appendChild(irView(snap(step.before), "the IR this pass received", null, { kernel, digest: step.before }));
     }
   }
 
@@ -275,6 +280,7 @@ const LTView = (() => {
     box.appendChild(bar);
     const table = diffTable(rows);
     box.appendChild(table);
+    if ("origins" in kernel) LTOrigins.markDiff(table, kernel, step.before, step.after);
     full.addEventListener("click", () => {
       const shown = box.querySelector(".panes");
       if (shown) {
@@ -283,9 +289,10 @@ const LTView = (() => {
         return;
       }
       const panes = el("div", "panes");
-      panes.appendChild(irView(snap(step.before), "IR before"));
+      const own = "origins" in kernel ? /** @type {LTKernel} */ (kernel) : null;
+      panes.appendChild(irView(snap(step.before), "IR before", null, own && { kernel: own, digest: step.before }));
       // Blame is asked for the report's own kernels only, never a comparison's sides.
-      panes.appendChild(irView(snap(step.after), "IR after", options.blame ? { kernel: /** @type {LTKernel} */ (kernel), seq: step.seq } : null));
+      panes.appendChild(irView(snap(step.after), "IR after", options.blame ? { kernel: /** @type {LTKernel} */ (kernel), seq: step.seq } : null, own && { kernel: own, digest: step.after }));
       box.insertBefore(panes, table); // right under the toolbar, in view
       full.textContent = "hide full IR";
     });

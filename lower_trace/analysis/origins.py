@@ -1,0 +1,369 @@
+"""Origins (the source map): which line of the user's program each line of each snapshot and of
+each generated source comes from. Pure over a stored trace.
+
+A line's origin is, in this order:
+
+1. its own span, when the compiler kept one on the statement it prints and the span names a
+   file of the user's (TileLang's frontend puts one on every statement it builds);
+2. else what it replaced or descends from along the kernel's history (blame's chain of changes):
+   the same line before the pass (the diff keeps it), the same statement moved or re-indented (its
+   text, indentation aside, was removed elsewhere by the same change), or the removed line of its
+   diff hunk it shares most names with (``T.copy(A ...)`` became ``T.tma_load(... A ...)``);
+3. else the statement it is nested in (a line of TileLang's own macro expansion inside the
+   ``_gemm_ssr`` block the ``T.gemm`` line became), else the first line its hunk replaced.
+
+A span that names TileLang's or TVM's own Python (a macro generator, a template) is kept as the
+line's *library* location, second; the line's origin is still the user's line found by 2 and 3,
+i.e. the call site. Generated source lines take the origin of the TIR line they were generated
+from (the codegen's line map, integrations/tir_spans.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from lower_trace.analysis.blame import Change, history
+from lower_trace.analysis.text_diff import myers, split_lines
+from lower_trace.model import CodegenRecord, KernelTrace, PassRecord, Trace
+
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
+_COMMON = frozenset({"T", "in", "for", "if", "else", "with", "as", "and", "or", "not", "0", "1", "2"})
+_LOOP = re.compile(r"\s*for ([A-Za-z_][A-Za-z0-9_]*) in ")
+_SIMILAR = 0.4  # the share of a removed line's names a new line keeps, above which it descends from it
+_FAR = 0.6  # the same, for a removed line outside the hunk  # Jaccard of names above which a new line descends from a removed one
+
+
+@dataclass(frozen=True)
+class Origin:
+    file: str
+    line: int
+    how: str  # "span": the statement's own span; "inherited": what it replaced or sits in
+    library: tuple[str, int] | None = None  # where in TileLang's / TVM's own code, when a span named it
+    columns: tuple[int, int] | None = None  # 1-based column range on that line, when the span has one
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+Origins = list[Origin | None]
+
+
+@dataclass
+class LineEvent:
+    """What a pass did to the lines that come from one line of the user's program."""
+
+    by: PassRecord | None
+    kind: str  # appeared, changed, duplicated, reduced, disappeared
+    before: int  # how many lines came from it before the pass
+    after: int  # and after
+
+
+@dataclass(frozen=True)
+class SourceOrigins:
+    text: str  # the generated source
+    origins: Origins
+    tir_lines: list[int]  # per line, the 1-based line of tir_text it came from (0: none)
+    tir_text: str
+
+
+@dataclass
+class KernelOrigins:
+    """The origins of one kernel's snapshots and generated sources."""
+
+    texts: dict[str, Origins] = field(default_factory=dict)  # by snapshot text
+    owners: dict[str, list[PassRecord | None]] = field(default_factory=dict)  # blame, by text
+    changes: list[Change] = field(default_factory=list)
+    sources: dict[int, SourceOrigins] = field(default_factory=dict)  # by codegen step (seq)
+    has_spans: bool = False
+
+    def of_text(self, text: str) -> Origins:
+        return self.texts.get(text) or [None] * len(split_lines(text))
+
+    def final_text(self) -> str:
+        return self.changes[-1].after if self.changes else ""
+
+    def path_to_final(self) -> list[Change]:
+        """The changes that lead to the final text (not the host branch TileLang filters off and drops)."""
+        path: list[Change] = []
+        target = self.final_text()
+        for change in reversed(self.changes):
+            if change.by is not None and change.after == target:  # by None: back to an IR seen before
+                path.append(change)
+                target = change.before
+        return path[::-1]
+
+    def line_history(self, file: str, line: int) -> list[LineEvent]:
+        """Per pass, in order, what happened to the lines from file:line (passes that left them alone are left out)."""
+        events: list[LineEvent] = []
+        for change in self.path_to_final():
+            if change.by is None:
+                continue
+            before = _lines_from(change.before, self.of_text(change.before), file, line)
+            after = _lines_from(change.after, self.of_text(change.after), file, line)
+            if not before and not after:
+                continue
+            kind = ""
+            if not before:
+                kind = "appeared"
+            elif not after:
+                kind = "disappeared"
+            elif len(after) > len(before):
+                kind = "duplicated"
+            elif len(after) < len(before):
+                kind = "reduced"
+            elif before != after:
+                kind = "changed"
+            if kind:
+                events.append(LineEvent(change.by, kind, len(before), len(after)))
+        return events
+
+
+def _lines_from(text: str, origins: Origins, file: str, line: int) -> list[str]:
+    lines = split_lines(text)
+    return [lines[i] for i, origin in enumerate(origins) if origin is not None and origin.line == line and origin.file == file]
+
+
+def parse_spans(stored: str) -> dict[int, tuple[str, int, bool, tuple[int, int] | None]]:
+    """A snapshot's stored spans by 0-based line: (file, line, is library, columns)."""
+    if not stored:
+        return {}
+    try:
+        data = json.loads(stored)
+        files, library = data["files"], data["library"]
+        found: dict[int, tuple[str, int, bool, tuple[int, int] | None]] = {}
+        for number, file, line, column, end_line, end_column in data["lines"]:
+            # TileLang's frontend spans a whole line (columns 1 to 2**20): no column range then.
+            columns = (column, end_column) if end_line == line and 0 < column < end_column < 1 << 20 else None
+            found.setdefault(number - 1, (files[file], line, bool(library[file]), columns))
+        return found
+    except (ValueError, KeyError, TypeError, IndexError):
+        return {}  # damaged: no spans, the rest of the view stays
+
+
+def _tokens(line: str) -> frozenset[str]:
+    return frozenset(_TOKEN.findall(line)) - _COMMON
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _own(spans: dict[int, tuple[str, int, bool, tuple[int, int] | None]], i: int) -> tuple[Origin | None, tuple[str, int] | None]:
+    span = spans.get(i)
+    if span is None:
+        return None, None
+    file, line, library, columns = span
+    if library:
+        return None, (file, line)
+    return Origin(file, line, "span", columns=columns), None
+
+
+def _enclosing(lines: list[str], origins: Origins, i: int) -> Origin | None:
+    """The origin of the nearest line above i that is less indented (the statement i sits in)."""
+    depth = _indent(lines[i])
+    for k in range(i - 1, -1, -1):
+        if lines[k].strip() and _indent(lines[k]) < depth:
+            depth = _indent(lines[k])
+            if origins[k] is not None:
+                return origins[k]
+    return None
+
+
+def standalone(text: str, spans: dict[int, tuple[str, int, bool, tuple[int, int] | None]]) -> Origins:
+    """A text's origins from its own spans alone (the kernel's input; a text outside the history)."""
+    lines = split_lines(text)
+    origins: Origins = [None] * len(lines)
+    libraries: dict[int, tuple[str, int]] = {}
+    for i in range(len(lines)):
+        origins[i], library = _own(spans, i)
+        if library is not None:
+            libraries[i] = library
+    for i in range(len(lines)):
+        if origins[i] is None and (i in libraries or lines[i].strip()):
+            found = _enclosing(lines, origins, i)
+            if found is not None:
+                origins[i] = Origin(found.file, found.line, "inherited", libraries.get(i))
+    return origins
+
+
+def carried(before: str, before_origins: Origins, after: str, spans: dict[int, tuple[str, int, bool, tuple[int, int] | None]]) -> Origins:
+    """The origins of `after`, made by one pass from `before` (see the module docstring)."""
+    old, new = split_lines(before), split_lines(after)
+    origins: Origins = [None] * len(new)
+    libraries: dict[int, tuple[str, int]] = {}
+    matched: dict[int, int] = {}
+    pairs = myers(old, new)
+    for i, j in pairs:
+        matched[j] = i
+    for j in range(len(new)):
+        own, library = _own(spans, j)
+        if library is not None:
+            libraries[j] = library
+        if own is not None:
+            origins[j] = own
+        elif j in matched:
+            kept = before_origins[matched[j]] if matched[j] < len(before_origins) else None
+            origins[j] = kept if kept is None or library is None else Origin(kept.file, kept.line, kept.how, library, kept.columns)
+    # The hunks: runs of new lines between kept ones, each with the old lines it replaced.
+    kept_old = {i for i, _ in pairs}
+    removed_by_text: dict[str, list[int]] = {}
+    for i, line in enumerate(old):
+        if i not in kept_old and i < len(before_origins) and before_origins[i] is not None:
+            removed_by_text.setdefault(line.strip(), []).append(i)
+            head = _loop_head(line)
+            if head:
+                removed_by_text.setdefault(head, []).append(i)
+    anchors = [(-1, -1), *pairs, (len(old), len(new))]
+    # A pass that moves a statement far (warp specialisation puts the producer's copies in a branch
+    # of their own) leaves it in another hunk than its old place: any removed line, more alike.
+    everywhere = [(i, _tokens(old[i])) for i in range(min(len(old), len(before_origins))) if i not in kept_old and before_origins[i] is not None]
+    for (i0, j0), (i1, j1) in itertools.pairwise(anchors):
+        if j1 - j0 <= 1:
+            continue
+        removed = [i for i in range(i0 + 1, i1) if i < len(before_origins) and before_origins[i] is not None]
+        removed_tokens = [(i, _tokens(old[i])) for i in removed]
+        for j in range(j0 + 1, j1):
+            if origins[j] is not None:
+                continue
+            if j in libraries:  # TileLang's own code: the user's statement it expands is the one it sits in
+                found = _enclosing(new, origins, j)
+                if found is not None:
+                    origins[j] = Origin(found.file, found.line, "inherited", libraries[j])
+                    continue
+            found = _descends(new[j], removed_by_text, removed_tokens, before_origins, _SIMILAR) or _descends(new[j], {}, everywhere, before_origins, _FAR)
+            if found is not None:
+                origins[j] = Origin(found.file, found.line, "inherited", libraries.get(j), found.columns)
+    # What is left sits in a statement, or replaced the hunk's first line.
+    for (i0, j0), (i1, j1) in itertools.pairwise(anchors):
+        first = next((before_origins[i] for i in range(i0 + 1, i1) if i < len(before_origins) and before_origins[i] is not None), None)
+        for j in range(j0 + 1, j1):
+            if origins[j] is None and (new[j].strip() or j in libraries):
+                found = _enclosing(new, origins, j) or first
+                if found is not None:
+                    origins[j] = Origin(found.file, found.line, "inherited", libraries.get(j))
+    return origins
+
+
+def _loop_head(line: str) -> str:
+    """``for k in`` of a loop line (a pass that pipelines or splits a loop rewrites its range, not its variable)."""
+    match = _LOOP.match(line)
+    return f"\0for {match.group(1)} in" if match else ""
+
+
+def _descends(
+    line: str, removed_by_text: dict[str, list[int]], removed_tokens: list[tuple[int, frozenset[str]]], before_origins: Origins,
+    threshold: float,
+) -> Origin | None:  # fmt: skip
+    moved = removed_by_text.get(line.strip()) or removed_by_text.get(_loop_head(line) or "\1")
+    if moved:
+        return before_origins[moved[0]]
+    mine = _tokens(line)
+    if not mine:
+        return None
+    # How much of the removed line's names the new line still has (a lowered statement gains many
+    # names of its own: T.copy(A, A_shared) becomes T.tma_load(T.create_tma_descriptor(... A.data ...), ...)),
+    # ties broken by how alike the two are overall.
+    best, score = None, (threshold, 0.0)
+    for i, theirs in removed_tokens:
+        if not theirs:
+            continue
+        common = len(mine & theirs)
+        similarity = (common / len(theirs), common / len(mine | theirs))
+        if similarity > score:
+            best, score = before_origins[i], similarity
+    return best
+
+
+def trace_origins(trace: Trace, kernel: KernelTrace) -> KernelOrigins:
+    """kernel_origins of a loaded trace's kernel."""
+    return kernel_origins(kernel, trace.snapshot, trace.spans)
+
+
+def kernel_origins(kernel: KernelTrace, text_of: Callable[[str], str], spans_of: Callable[[str], str]) -> KernelOrigins:
+    """The origins of every snapshot on the kernel's history and of its generated sources."""
+    digest_of_text: dict[str, str] = {}
+    for record in kernel.passes:
+        for digest in (record.before, record.after):
+            if digest and digest not in digest_of_text.values():
+                digest_of_text.setdefault(text_of(digest), digest)
+    for step in kernel.codegen:
+        if step.tir:
+            digest_of_text.setdefault(text_of(step.tir), step.tir)
+    result = KernelOrigins()
+    spans_cache: dict[str, dict[int, tuple[str, int, bool, tuple[int, int] | None]]] = {}
+
+    def spans(text: str) -> dict[int, tuple[str, int, bool, tuple[int, int] | None]]:
+        if text not in spans_cache:
+            digest = digest_of_text.get(text, "")
+            spans_cache[text] = parse_spans(spans_of(digest)) if digest else {}
+            result.has_spans = result.has_spans or bool(spans_cache[text])
+        return spans_cache[text]
+
+    changes = history(kernel, text_of)
+    result.changes = changes
+    texts, owners = result.texts, result.owners
+    for change in changes:
+        if change.before not in texts:
+            texts[change.before] = standalone(change.before, spans(change.before))
+            owners[change.before] = [None] * len(split_lines(change.before))
+        if change.after in texts:
+            continue
+        texts[change.after] = carried(change.before, texts[change.before], change.after, spans(change.after))
+        owners[change.after] = _owners(change, owners[change.before])
+    for step in kernel.codegen:
+        _source_origins(result, step, text_of, spans)
+    return result
+
+
+def _owners(change: Change, before: list[PassRecord | None]) -> list[PassRecord | None]:
+    """Blame's owners of change.after (analysis/blame.py's rule: kept lines keep theirs)."""
+    new = split_lines(change.after)
+    kept: list[PassRecord | None] = [change.by] * len(new)
+    for i, j in myers(split_lines(change.before), new):
+        if i < len(before):
+            kept[j] = before[i]
+    return kept
+
+
+def _source_origins(result: KernelOrigins, step: CodegenRecord, text_of: Callable[[str], str], spans: Callable[[str], dict]) -> None:
+    if not step.source:
+        return
+    source = text_of(step.source)
+    tir_text = text_of(step.tir) if step.tir else ""
+    if tir_text and tir_text not in result.texts:
+        result.texts[tir_text] = standalone(tir_text, spans(tir_text))
+    tir_origins = result.texts.get(tir_text, [])
+    tir_lines = _line_map(text_of(step.line_map)) if step.line_map else []
+    lines = split_lines(source)
+    origins: Origins = [None] * len(lines)
+    for i in range(min(len(lines), len(tir_lines))):
+        k = tir_lines[i] - 1
+        if 0 <= k < len(tir_origins) and not _PUNCTUATION.fullmatch(lines[i]):
+            origins[i] = tir_origins[k]
+    result.sources[step.seq] = SourceOrigins(source, origins, tir_lines, tir_text)
+
+
+_PUNCTUATION = re.compile(r"\s*(?:[{}]|} else {|)\s*")  # a brace (or nothing) is no statement's line
+
+
+def _line_map(stored: str) -> list[int]:
+    try:
+        lines = json.loads(stored)["tir_lines"]
+        return [int(n) for n in lines]
+    except (ValueError, KeyError, TypeError):
+        return []
+
+
+def source_owner(result: KernelOrigins, step: CodegenRecord, line: int) -> PassRecord | None:
+    """The pass that last changed the TIR line a generated line (0-based) comes from."""
+    entry = result.sources.get(step.seq)
+    if entry is None or line >= len(entry.tir_lines) or entry.tir_lines[line] <= 0:
+        return None
+    owners = result.owners.get(entry.tir_text, [])
+    k = entry.tir_lines[line] - 1
+    return owners[k] if k < len(owners) else None

@@ -1,0 +1,99 @@
+"""What ``where``, ``blame --source`` and ``show --ir --origins`` print, and their JSON."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, TextIO
+
+from lower_trace.analysis.origins import KernelOrigins, LineEvent, Origin, Origins
+from lower_trace.analysis.text_diff import split_lines
+from lower_trace.model import KernelTrace, PassRecord
+from lower_trace.text_safety import plural
+
+
+def origin_text(origin: Origin | None, width: int = 0) -> str:
+    """``kernels.py:29`` (``kernels.py:31 (via gemm_macro.py:839)`` for TileLang's own code), padded."""
+    if origin is None:
+        return "".ljust(width)
+    text = f"{os.path.basename(origin.file)}:{origin.line}"
+    if origin.library is not None:
+        text += f" (via {os.path.basename(origin.library[0])}:{origin.library[1]})"
+    return text.ljust(width)
+
+
+def origin_json(origin: Origin | None) -> dict[str, Any] | None:
+    if origin is None:
+        return None
+    out: dict[str, Any] = {"file": origin.file, "line": origin.line, "how": origin.how}
+    if origin.columns is not None:
+        out["columns"] = list(origin.columns)
+    if origin.library is not None:
+        out["library"] = {"file": origin.library[0], "line": origin.library[1]}
+    return out
+
+
+def write_with_origins(out: TextIO, text: str, origins: Origins, owners: list[PassRecord | None] | None = None) -> None:
+    """Each line with its origin (and the pass that made it) in columns before it."""
+    lines = split_lines(text)
+    width = max((len(origin_text(o)) for o in origins), default=0)
+    for i, line in enumerate(lines):
+        origin = origins[i] if i < len(origins) else None
+        if owners is not None:
+            owner = owners[i] if i < len(owners) else None
+            made = f"{owner.seq:>4} {owner.name}" if owner is not None else "   - (input)"
+            out.write(f"{made[:34]:<34} {origin_text(origin, width)} | {line}\n")
+        else:
+            out.write(f"{origin_text(origin, width)} | {line}\n")
+
+
+Found = list[tuple[int, str]]  # (1-based line, text)
+
+
+def write_where(out: TextIO, kernel: KernelTrace, file: str, line: int, final: Found, sources: list[tuple[str, Found]], events: list[LineEvent]) -> None:
+    where = f"{os.path.basename(file)}:{line}"
+    out.write(f"{where} in kernel {kernel.kernel_id} ({kernel.name}):\n")
+    out.write(f"  final TIR: {plural(len(final), 'line')}\n")
+    for number, text in final:
+        out.write(f"    {number:>5} | {text.strip()}\n")
+    for role, found in sources:
+        out.write(f"  generated source ({role}): {plural(len(found), 'line')}\n")
+        for number, text in found:
+            out.write(f"    {number:>5} | {text.strip()}\n")
+    out.write(f"  passes that changed its lines: {len(events)}\n")
+    for event in events:
+        by = event.by
+        name = f"{by.seq:>4} {by.name}" if by is not None else "   -"
+        out.write(f"    {name:<40} {event.kind:<12} {event.before} -> {event.after} lines\n")
+
+
+def where_json(kernel: KernelTrace, file: str, line: int, final: Found, sources: list[tuple[str, Found]], events: list[LineEvent]) -> dict[str, Any]:
+    return {
+        "kernel": kernel.kernel_id,
+        "name": kernel.name,
+        "file": file,
+        "line": line,
+        "final_tir": [{"line": n, "text": t} for n, t in final],
+        "sources": [{"role": role, "lines": [{"line": n, "text": t} for n, t in found]} for role, found in sources],
+        "passes": [
+            {"seq": e.by.seq if e.by else None, "name": e.by.name if e.by else "", "what": e.kind, "before": e.before, "after": e.after} for e in events
+        ],
+    }
+
+
+def lines_json(text: str, origins: Origins, owners: list[PassRecord | None] | None = None) -> list[dict[str, Any]]:
+    out = []
+    for i, line in enumerate(split_lines(text)):
+        entry: dict[str, Any] = {"line": i + 1, "text": line, "origin": origin_json(origins[i] if i < len(origins) else None)}
+        if owners is not None:
+            owner = owners[i] if i < len(owners) else None
+            entry["pass"] = {"seq": owner.seq, "name": owner.name} if owner is not None else None
+        out.append(entry)
+    return out
+
+
+def no_origins_reason(result: KernelOrigins, notes: tuple[str, ...]) -> str:
+    """Why a kernel's lines have no origins ("" when they have)."""
+    if result.has_spans:
+        return ""
+    said = next((note for note in notes if "source spans" in note), "")
+    return said or "this trace holds no source spans (traced by an older lower-trace, or with TILELANG_ENABLE_IR_SPAN=0)"

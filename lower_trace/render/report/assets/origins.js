@@ -1,0 +1,177 @@
+// @ts-check
+"use strict";
+/* global LTText, LTDiff */
+/* exported LTOrigins */
+// The source map on the page: every IR or source line that has an origin carries its place (a
+// line of the user's program) as data-o, with one colour per place. Pointing at a line lights its
+// place in the source pane and every shown line from the same place; clicking a line of the
+// source pane keeps them lit and lists what each pass did to them.
+const LTOrigins = (() => {
+  const { el } = LTText;
+  const colour = (/** @type {number} */ place) => `hsl(${Math.round((place * 137.508) % 360)}, 70%, 45%)`;
+  const base = (/** @type {string} */ path) => path.split(/[\\/]/).pop() || path;
+
+  /** The origin numbers of a text's lines, or null. @param {any} kernel @param {string} digest */
+  function linesOf(kernel, digest) {
+    const data = kernel && kernel.origins;
+    return data && digest && data.lines[digest] ? data.lines[digest] : null;
+  }
+
+  function placeText(data, place) {
+    const [file, line] = data.places[place];
+    return `${base(data.files[file])}:${line}`;
+  }
+
+  function label(data, id) {
+    const [place, how, library] = data.table[id];
+    let text = `from ${placeText(data, place)}`;
+    if (library) text += ` (via ${base(library[0])}:${library[1]})`;
+    return how === "span" ? text : `${text}, inherited`;
+  }
+
+  /** Mark node as line `number` (1-based) of the text `digest`. */
+  function mark(node, kernel, digest, number) {
+    const lines = linesOf(kernel, digest);
+    if (!lines) return;
+    const id = lines[number - 1];
+    if (id === undefined || id < 0) return;
+    const data = kernel.origins;
+    const place = data.table[id][0];
+    node.dataset.o = String(place);
+    node.classList.add("o");
+    node.style.setProperty("--o", colour(place));
+    node.title = label(data, id);
+  }
+
+  /** A <pre> of the text, a span per line, each marked with its origin. */
+  function pre(text, kernel, digest, marked) {
+    const box = el("pre", "ir lined");
+    LTDiff.splitLines(text).forEach((line, i) => {
+      const span = el("span", "ln");
+      marked(span, line);
+      mark(span, kernel, digest, i + 1);
+      box.appendChild(span);
+      box.appendChild(document.createTextNode("\n"));
+    });
+    return box;
+  }
+
+  /** Mark a diff table's rows (and rows unfolded later): line numbers name the before/after lines. */
+  function markDiff(box, kernel, before, after) {
+    if (!linesOf(kernel, before) && !linesOf(kernel, after)) return;
+    const apply = () => {
+      for (const tr of /** @type {NodeListOf<HTMLTableRowElement>} */ (box.querySelectorAll("tr.req, tr.rch, .diff-side tr"))) {
+        if (tr.dataset.o !== undefined || tr.classList.contains("fold")) continue;
+        const side = tr.closest(".diff-side");
+        const cells = tr.cells;
+        if (side) {
+          const no = Number(cells[0].textContent);
+          if (no) mark(tr, kernel, side.classList.contains("old") ? before : after, no);
+        } else {
+          const oldNo = Number(cells[0].textContent), newNo = Number(cells[1].textContent);
+          if (newNo) mark(tr, kernel, after, newNo);
+          else if (oldNo) mark(tr, kernel, before, oldNo);
+        }
+      }
+    };
+    apply();
+    box.addEventListener("click", (event) => {
+      if (event.target instanceof Element && event.target.closest("tr.fold")) setTimeout(apply, 0);
+    });
+  }
+
+  /**
+   * The pane with the user's source. failing: the digest of a failed pass's input and its error
+   * message: the places of the lines the message quotes are marked as failing.
+   * @param {any} kernel
+   * @param {(seq: number) => void} select  open a pass
+   * @param {{digest: string, message: string}|null} [failing]
+   */
+  function sourcePane(kernel, select, failing) {
+    const data = kernel && kernel.origins;
+    if (!data) return null;
+    const box = el("section", "source-pane");
+    const bar = box.appendChild(el("div", "toolbar"));
+    bar.appendChild(el("span", "label", "your source: point at any line of the IR or the source to see where it comes from; click a line here to keep its lines lit"));
+    const failed = failingPlaces(kernel, failing);
+    const byPlace = new Map(data.places.map(([file, line], place) => [`${file}:${line}`, place]));
+    const events = box.appendChild(el("div", "line-history"));
+    for (const [fileNo, file] of data.files.entries()) {
+      const shown = data.sources[file];
+      box.appendChild(el("div", "source-file", file));
+      if (!shown) {
+        box.appendChild(el("p", "hint", "(this file was not readable when the kernel was traced)"));
+        continue;
+      }
+      const code = box.appendChild(el("pre", "source lined"));
+      shown.lines.forEach((text, i) => {
+        const number = shown.first + i;
+        const span = el("span", "ln");
+        span.appendChild(el("span", "src-no", String(number).padStart(4) + "  "));
+        LTText.appendText(span, text);
+        const place = byPlace.get(`${fileNo}:${number}`);
+        if (place !== undefined) {
+          span.dataset.o = String(place);
+          span.classList.add("o");
+          span.style.setProperty("--o", colour(place));
+          if (failed.has(place)) {
+            span.classList.add("o-failing");
+            span.title = "the failed pass's error points at this line";
+          }
+          span.addEventListener("click", () => pin(place, data, events, select));
+        }
+        code.appendChild(span);
+        code.appendChild(document.createTextNode("\n"));
+      });
+    }
+    return box;
+  }
+
+  function failingPlaces(kernel, failing) {
+    const found = new Set();
+    if (!failing || !failing.message) return found;
+    const lines = linesOf(kernel, failing.digest);
+    if (!lines) return found;
+    LTDiff.splitLines(kernel.snap(failing.digest)).forEach((line, i) => {
+      const text = line.trim();
+      if (text.length >= 8 && failing.message.includes(text) && lines[i] >= 0) found.add(kernel.origins.table[lines[i]][0]);
+    });
+    return found;
+  }
+
+  let pinned = -1;
+  function pin(place, data, events, select) {
+    pinned = pinned === place ? -1 : place;
+    light(pinned, "o-pin");
+    events.replaceChildren();
+    if (pinned < 0) return;
+    events.appendChild(el("h3", "", `what happened to ${placeText(data, place)}`));
+    const list = events.appendChild(el("ol", "line-events"));
+    const history = data.history[String(place)] || [];
+    if (!history.length) list.appendChild(el("li", "hint", "no pass changed its lines"));
+    for (const [seq, what, before, after] of history) {
+      const item = list.appendChild(el("li", `event ${what}`));
+      const link = item.appendChild(el("button", "pass-link", `#${seq}`));
+      link.type = "button";
+      link.addEventListener("click", () => select(seq));
+      item.appendChild(document.createTextNode(` ${what}: ${before} → ${after} line${after === 1 ? "" : "s"}`));
+    }
+    const first = document.querySelector(`#detail [data-o="${place}"]:not(.source-pane *)`);
+    if (first) first.scrollIntoView({ block: "nearest" });
+  }
+
+  /** Give cls to every marked element of place (none: -1), taking it from the others. */
+  function light(place, cls) {
+    for (const node of document.querySelectorAll(`.${cls}`)) node.classList.remove(cls);
+    if (place < 0) return;
+    for (const node of document.querySelectorAll(`[data-o="${place}"]`)) node.classList.add(cls);
+  }
+
+  // One listener for the page: whatever is shown, pointing lights its place.
+  document.addEventListener("mouseover", (event) => {
+    const target = event.target instanceof Element ? event.target.closest("[data-o]") : null;
+    light(target instanceof HTMLElement ? Number(target.dataset.o) : -1, "o-hl");
+  });
+
+  return { mark, pre, markDiff, sourcePane, linesOf };
+})();

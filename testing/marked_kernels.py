@@ -1,0 +1,100 @@
+"""Kernels whose lines carry marker comments (``# @name``): the source-map tests find each
+marker's line number in this file itself, so the expected lines never come from lower-trace.
+(No ``from __future__ import annotations``: TileLang evaluates the annotations.)"""
+
+import inspect
+import re
+
+import tilelang.language as T
+
+_CPU_FLAG = "is_cpu" in inspect.signature(T.Kernel).parameters
+
+
+def markers() -> dict[str, int]:
+    """{marker name: its line in this file}."""
+    found = {}
+    with open(__file__, encoding="utf-8") as source:
+        for number, line in enumerate(source, start=1):
+            match = re.search(r"# @([a-z_]+)\s*$", line)
+            if match:
+                found[match.group(1)] = number
+    return found
+
+
+def gemm_ws(M=1024, N=1024, K=1024, block_M=128, block_N=128, block_K=32):
+    """Lowered for sm_90a: warp-specialised, TMA loads, wgmma, a 3-stage pipeline."""
+
+    @T.prim_func
+    def gemm_ws(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):  # @kernel
+            A_shared = T.alloc_shared((block_M, block_K), "float16")
+            B_shared = T.alloc_shared((block_K, block_N), "float16")
+            C_local = T.alloc_fragment((block_M, block_N), "float")
+            T.clear(C_local)  # @clear
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):  # @pipelined
+                T.copy(A[by * block_M, k * block_K], A_shared)  # @copy_a
+                T.copy(B[k * block_K, bx * block_N], B_shared)  # @copy_b
+                T.gemm(A_shared, B_shared, C_local)  # @gemm
+            T.copy(C_local, C[by * block_M, bx * block_N])  # @epilogue
+
+    return gemm_ws
+
+
+def flash_attention(batch=1, heads=4, seq_len=256, dim=64, block_M=64, block_N=64):
+    scale = (1.0 / dim) ** 0.5 * 1.44269504
+    shape = [batch, seq_len, heads, dim]
+
+    @T.prim_func
+    def flash_fwd(Q: T.Tensor(shape, "float16"), K: T.Tensor(shape, "float16"), V: T.Tensor(shape, "float16"), Output: T.Tensor(shape, "float16")):
+        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=128) as (bx, by, bz):
+            Q_shared = T.alloc_shared([block_M, dim], "float16")
+            K_shared = T.alloc_shared([block_N, dim], "float16")
+            V_shared = T.alloc_shared([block_N, dim], "float16")
+            acc_s = T.alloc_fragment([block_M, block_N], "float")
+            acc_s_cast = T.alloc_fragment([block_M, block_N], "float16")
+            acc_o = T.alloc_fragment([block_M, dim], "float")
+            scores_max = T.alloc_fragment([block_M], "float")
+            scores_max_prev = T.alloc_fragment([block_M], "float")
+            scores_scale = T.alloc_fragment([block_M], "float")
+            scores_sum = T.alloc_fragment([block_M], "float")
+            logsum = T.alloc_fragment([block_M], "float")
+            T.copy(Q[bz, bx * block_M : (bx + 1) * block_M, by, :], Q_shared)  # @fa_copy_q
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(scores_max, -T.infinity("float"))
+            for k in T.Pipelined(T.ceildiv(seq_len, block_N), num_stages=2):  # @fa_pipelined
+                T.copy(K[bz, k * block_N : (k + 1) * block_N, by, :], K_shared)  # @fa_copy_k
+                T.clear(acc_s)
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)  # @fa_gemm_qk
+                T.copy(scores_max, scores_max_prev)
+                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                for i in T.Parallel(block_M):
+                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)  # @fa_scale
+                for i, j in T.Parallel(block_M, dim):
+                    acc_o[i, j] *= scores_scale[i]
+                for i, j in T.Parallel(block_M, block_N):
+                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+                T.copy(acc_s, acc_s_cast)
+                T.copy(V[bz, k * block_N : (k + 1) * block_N, by, :], V_shared)  # @fa_copy_v
+                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)  # @fa_gemm_pv
+                T.reduce_sum(acc_s, scores_sum, dim=1)
+                for i in T.Parallel(block_M):
+                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+            for i, j in T.Parallel(block_M, dim):
+                acc_o[i, j] /= logsum[i]  # @fa_normalise
+            T.copy(acc_o, Output[bz, bx * block_M : (bx + 1) * block_M, by, :])  # @fa_epilogue
+
+    return flash_fwd
+
+
+def saxpy_c(N=64):
+    """For target "c": compiled and run on the CPU."""
+    flags = {"is_cpu": True} if _CPU_FLAG else {}
+
+    @T.prim_func
+    def saxpy(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32"), Out: T.Tensor((N,), "float32")):
+        with T.Kernel(1, **flags) as _:
+            for i in T.serial(N):  # @cpu_loop
+                Out[i] = X[i] * T.float32(2.0) + Y[i]  # @cpu_body
+
+    return saxpy
