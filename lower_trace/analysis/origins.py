@@ -103,8 +103,8 @@ class KernelOrigins:
         for change in self.path_to_final():
             if change.by is None:
                 continue
-            before = _lines_from(change.before, self.of_text(change.before), file, line)
-            after = _lines_from(change.after, self.of_text(change.after), file, line)
+            before = [text for _, text in lines_from(change.before, self.of_text(change.before), file, line)]
+            after = [text for _, text in lines_from(change.after, self.of_text(change.after), file, line)]
             if not before and not after:
                 continue
             kind = ""
@@ -123,9 +123,10 @@ class KernelOrigins:
         return events
 
 
-def _lines_from(text: str, origins: Origins, file: str, line: int) -> list[str]:
+def lines_from(text: str, origins: Origins, file: str, line: int) -> list[tuple[int, str]]:
+    """(1-based line, text) of each line of text that comes from file:line."""
     lines = split_lines(text)
-    return [lines[i] for i, origin in enumerate(origins) if origin is not None and origin.line == line and origin.file == file]
+    return [(i + 1, lines[i]) for i, o in enumerate(origins[: len(lines)]) if o is not None and o.line == line and o.file == file]
 
 
 def parse_spans(stored: str) -> dict[int, tuple[str, int, bool, tuple[int, int] | None]]:

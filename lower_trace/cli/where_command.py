@@ -10,8 +10,7 @@ import re
 import sys
 from typing import Any
 
-from lower_trace.analysis.origins import KernelOrigins, trace_origins
-from lower_trace.analysis.text_diff import split_lines
+from lower_trace.analysis.origins import KernelOrigins, lines_from, trace_origins
 from lower_trace.cli.options import add_kernel, add_trace, print_json
 from lower_trace.cli.selection import UsageError, kernels_of
 from lower_trace.config import default_trace_dir
@@ -67,12 +66,12 @@ def cmd_where(args: argparse.Namespace) -> int:
         raise UsageError(f"{wanted} names {len(named)} traced files ({', '.join(named)}); give more of the path")
     file = named[0]
     final_text = result.final_text()
-    final = _lines_from(final_text, result.of_text(final_text), file, line)
+    final = lines_from(final_text, result.of_text(final_text), file, line)
     sources = []
     for step in kernel.codegen:
         entry = result.sources.get(step.seq)
         if entry is not None:
-            sources.append((step.role, _lines_from(entry.text, entry.origins, file, line)))
+            sources.append((step.role, lines_from(entry.text, entry.origins, file, line)))
     events = result.line_history(file, line)
     if args.json:
         print_json(origins_view.where_json(kernel, file, line, final, sources, events))
@@ -80,11 +79,6 @@ def cmd_where(args: argparse.Namespace) -> int:
         origins_view.write_where(sys.stdout, kernel, file, line, final, sources, events)
     found = bool(final) or any(found for _, found in sources)
     return 0 if found else 1
-
-
-def _lines_from(text: str, origins: list[Any], file: str, line: int) -> list[tuple[int, str]]:
-    lines = split_lines(text)
-    return [(i + 1, lines[i]) for i, o in enumerate(origins) if o is not None and o.file == file and o.line == line and i < len(lines)]
 
 
 def add_parser(sub: Any) -> None:
