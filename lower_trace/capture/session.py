@@ -414,9 +414,11 @@ class CompileSession:
         self.run.kernel_finished(kernel, texts)
 
     def _store_sources(self) -> None:
-        """The user's files this kernel's spans and stack name, as they are now (once per run)."""
+        """The user's files this kernel's spans name, as they are now (once per run). Without spans,
+        the call site's file: most often the kernel's own. The stack's other files (drivers, test
+        runners) are not kept: nothing shows them but their frames."""
         try:
-            paths = dict.fromkeys([*self.snapshots.user_files(), *(file for file, _, _ in self.stack)])
+            paths = self.snapshots.user_files() or [file for file, _, _ in self.stack[-1:]]
         except Exception as exc:
             self.tracer_fault(exc)
             return

@@ -68,7 +68,7 @@ def test_clicking_a_pass_shows_its_diff(report, real_trace):
     assert all(line in after.splitlines() for line in added)
     assert all(line in before.splitlines() for line in removed)
     # The counts shown are those of a minimal line diff (never more than difflib's).
-    label = page.locator("#detail .toolbar .label").first.inner_text()
+    label = page.locator("#detail .diff-box .toolbar .label").first.inner_text()
     shown_add, shown_del = map(int, re.match(r"\+(\d+) −(\d+) lines", label).groups())
     stats = diff.stats(before, after)
     assert shown_add - shown_del == stats.added - stats.removed and shown_add <= stats.added

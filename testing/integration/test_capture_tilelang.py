@@ -2,12 +2,13 @@
 
 import json
 import os
+import zlib
 
 import pytest
 
 import kernels
 import lower_trace
-from lower_trace.model import KernelStatus, PassStatus
+from lower_trace.model import KernelStatus, PassStatus, source_key, spans_key
 
 KNOWN_PHASES = {"semantic_check", "pipeline_cuda", "pipeline_c", "host_device_split", "device_codegen_prep", "host_codegen_prep"}
 
@@ -62,23 +63,36 @@ def test_gemm_every_pass_nested_passes_phases_and_codegen(tmp_path, lower_cuda):
 def test_each_distinct_snapshot_is_stored_once(tmp_path, lower_cuda):
     trace, _ = traced(tmp_path, kernels.gemm, lower_cuda)
     (kernel,) = trace.kernels
-    digests = {p.before for p in kernel.passes} | {p.after for p in kernel.passes} | {kernel.codegen[0].source}
+    (codegen,) = kernel.codegen
+    digests = {p.before for p in kernel.passes} | {p.after for p in kernel.passes} | {codegen.source, codegen.line_map}
     with open(os.path.join(trace.path, "snapshots.jsonl")) as pack:
         stored = [json.loads(line)["digest"] for line in pack]
-    assert sorted(stored) == sorted(digests)
+    assert len(set(stored)) == len(stored)
+    # Beside the snapshots: the spans of the TIR ones, and the user's files the kernel was written in.
+    spans = {spans_key(d) for d in digests} & set(stored)
+    sources = {key for key in stored if key.startswith(source_key(""))}
+    assert sorted(set(stored) - spans - sources) == sorted(digests)
+    assert spans_key(kernel.passes[0].before) in spans and spans_key(codegen.source) not in spans
+    assert source_key(kernels.__file__) in sources
     texts = [trace.snapshot(d) for d in digests]
     assert len(set(texts)) == len(texts)
 
 
 def test_the_snapshot_pack_is_compressed(tmp_path, lower_cuda):
-    """Format 2: a GEMM's snapshots take under a sixth of their text on disk (one deflate stream
-    finds what consecutive snapshots share), and read back exactly."""
+    """Format 2: a GEMM's snapshots and their spans take under a sixth of their text on disk (one
+    deflate stream finds what consecutive snapshots share), and read back exactly. The user's kernel
+    file stored beside them costs no more than it does compressed on its own."""
     trace, _ = traced(tmp_path, kernels.gemm, lower_cuda)
     with open(os.path.join(trace.path, "snapshots.jsonl")) as pack:
         digests = [json.loads(line)["digest"] for line in pack]
-    texts = [trace.snapshot(d) for d in digests]
+    sources = [d for d in digests if d.startswith(source_key(""))]
+    assert sources == [source_key(kernels.__file__)]
+    with open(kernels.__file__, "rb") as file:
+        assert trace.snapshot(sources[0]).encode() == file.read()
+        alone = len(zlib.compress(trace.snapshot(sources[0]).encode(), 9))
+    texts = [trace.snapshot(d) for d in digests if d not in sources]
     assert len(texts) > 30 and all(texts)
-    assert os.path.getsize(os.path.join(trace.path, "snapshots.jsonl")) < sum(len(t) for t in texts) / 6
+    assert os.path.getsize(os.path.join(trace.path, "snapshots.jsonl")) < sum(len(t) for t in texts) / 6 + alone
 
 
 @pytest.mark.parametrize("name", ["elementwise", "row_sum", "flash_attention"])

@@ -46,12 +46,14 @@ const LTOrigins = (() => {
   /** A <pre> of the text, a span per line, each marked with its origin. */
   function pre(text, kernel, digest, marked) {
     const box = el("pre", "ir lined");
-    LTDiff.splitLines(text).forEach((line, i) => {
+    const lines = LTDiff.splitLines(text);
+    const last = text.endsWith("\n") ? lines.length : lines.length - 1;  // the text exactly, no newline added
+    lines.forEach((line, i) => {
       const span = el("span", "ln");
       marked(span, line);
       mark(span, kernel, digest, i + 1);
       box.appendChild(span);
-      box.appendChild(document.createTextNode("\n"));
+      if (i < last) box.appendChild(document.createTextNode("\n"));
     });
     return box;
   }

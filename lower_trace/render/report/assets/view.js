@@ -175,11 +175,12 @@ const LTView = (() => {
     head.appendChild(el("div", "meta", meta.filter(Boolean).join(" · ")));
     main.appendChild(head);
     const failing = step.status === "failed" && step.error ? { digest: step.before, message: `${step.error.message}\n${step.error.traceback || ""}` } : null;
-    const pane = LTOrigins.sourcePane(kernel, (seq) => handlers.select && handlers.select(seq), failing);
-    if (pane) main.appendChild(pane);
     if (step.error) main.appendChild(errorBox(step.error));
     const rerun = reproBox(step);
     if (rerun) main.appendChild(rerun);
+    // The user's source sits between what went wrong and the IR it points into.
+    const pane = LTOrigins.sourcePane(kernel, (seq) => handlers.select && handlers.select(seq), failing);
+    if (pane) main.appendChild(pane);
     if (isCodegen(step)) {
       if (step.edit_status) main.appendChild(editNote(step));
       const panes = el("div", "panes");
