@@ -67,7 +67,7 @@ def flash_attention(batch=1, heads=4, seq_len=256, dim=64, block_M=64, block_N=6
                 T.clear(acc_s)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)  # @fa_gemm_qk
                 T.copy(scores_max, scores_max_prev)
-                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                T.reduce_max(acc_s, scores_max, dim=1, clear=False)  # @fa_reduce_max
                 for i in T.Parallel(block_M):
                     scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)  # @fa_scale
                 for i, j in T.Parallel(block_M, dim):
@@ -77,7 +77,7 @@ def flash_attention(batch=1, heads=4, seq_len=256, dim=64, block_M=64, block_N=6
                 T.copy(acc_s, acc_s_cast)
                 T.copy(V[bz, k * block_N : (k + 1) * block_N, by, :], V_shared)  # @fa_copy_v
                 T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)  # @fa_gemm_pv
-                T.reduce_sum(acc_s, scores_sum, dim=1)
+                T.reduce_sum(acc_s, scores_sum, dim=1)  # @fa_reduce_sum
                 for i in T.Parallel(block_M):
                     logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
             for i, j in T.Parallel(block_M, dim):
@@ -98,3 +98,19 @@ def saxpy_c(N=64):
                 Out[i] = X[i] * T.float32(2.0) + Y[i]  # @cpu_body
 
     return saxpy
+
+
+def transposed_fragment_marked(N=64):
+    """Fails in tl.LayoutInference: one parallel loop reads a fragment as (i, j) and as (j, i).
+    TVM's error names the fragment's allocation (``--> file:line``), from its span."""
+
+    @T.prim_func
+    def transposed_fragment(A: T.Tensor((N, N), "float32"), B: T.Tensor((N, N), "float32")):
+        with T.Kernel(1, threads=128) as _:  # @tf_kernel
+            frag = T.alloc_fragment((N, N), "float32")  # @tf_alloc
+            for i, j in T.Parallel(N, N):  # @tf_fill_loop
+                frag[i, j] = A[i, j]  # @tf_fill
+            for i, j in T.Parallel(N, N):  # @tf_read_loop
+                B[i, j] = frag[i, j] + frag[j, i]  # @tf_read
+
+    return transposed_fragment

@@ -9,12 +9,15 @@ A line's origin is, in this order:
    the same line before the pass (the diff keeps it), the same statement moved or re-indented (its
    text, indentation aside, was removed elsewhere by the same change), or the removed line of its
    diff hunk it shares most names with (``T.copy(A ...)`` became ``T.tma_load(... A ...)``);
-3. else the statement it is nested in (a line of TileLang's own macro expansion inside the
+3. for a statement TileLang's own code built (its span names the library), the user's line
+   that called it: the line between the statements beside it that have spans of their own
+   (``T.reduce_max`` between a ``T.copy`` and a ``T.Parallel``);
+4. else the statement it is nested in (a line of TileLang's own macro expansion inside the
    ``_gemm_ssr`` block the ``T.gemm`` line became), else the first line its hunk replaced.
 
 A span that names TileLang's or TVM's own Python (a macro generator, a template) is kept as the
-line's *library* location, second; the line's origin is still the user's line found by 2 and 3,
-i.e. the call site. Generated source lines take the origin of the TIR line they were generated
+line's *library* location, second; the line's origin is still the user's line found by 2 to 4,
+i.e. the call site (3 and 4). Generated source lines take the origin of the TIR line they were generated
 from (the codegen's line map, integrations/tir_spans.py).
 """
 
@@ -28,20 +31,24 @@ from dataclasses import dataclass, field
 
 from lower_trace.analysis.blame import Change, history
 from lower_trace.analysis.text_diff import myers, split_lines
-from lower_trace.model import CodegenRecord, KernelTrace, PassRecord, Trace
+from lower_trace.model import CodegenRecord, KernelTrace, PassRecord, Trace, source_key
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
 _COMMON = frozenset({"T", "in", "for", "if", "else", "with", "as", "and", "or", "not", "0", "1", "2"})
 _LOOP = re.compile(r"\s*for ([A-Za-z_][A-Za-z0-9_]*) in ")
 _SIMILAR = 0.4  # the share of a removed line's names a new line keeps, above which it descends from it
-_FAR = 0.6  # the same, for a removed line outside the hunk  # Jaccard of names above which a new line descends from a removed one
+_FAR = 0.6  # the same, for a removed line outside the hunk
+_ARROW = re.compile(r"-->\s+(\S+?):(\d+):\d+")  # TVM's diagnostic location line
+_RENAMED = (0.8, 0.0)  # a library line at least this like a removed one is that line, renamed (not a new expansion)
+_QUOTED = 8  # the shortest IR line a failure's message is taken to quote (origins.js's rule too)
 
 
 @dataclass(frozen=True)
 class Origin:
     file: str
     line: int
-    how: str  # "span": the statement's own span; "inherited": what it replaced or sits in
+    how: str  # "span": its own span; "call": the user's line that called TileLang's code that built it;
+    # "inherited": what it replaced or sits in; "error": a failure's own location
     library: tuple[str, int] | None = None  # where in TileLang's / TVM's own code, when a span named it
     columns: tuple[int, int] | None = None  # 1-based column range on that line, when the span has one
 
@@ -129,6 +136,24 @@ def lines_from(text: str, origins: Origins, file: str, line: int) -> list[tuple[
     return [(i + 1, lines[i]) for i, o in enumerate(origins[: len(lines)]) if o is not None and o.line == line and o.file == file]
 
 
+def error_points_at(text: str, origins: Origins, message: str) -> list[Origin]:
+    """The user's lines a failure points at, each once: first the locations TVM's diagnostics
+    print (``--> file:line:column``, from the failing statement's span), then the origins of the
+    failing IR's lines the message quotes. Short lines ("}", "else:") would match anywhere."""
+    found: dict[tuple[str, int], Origin] = {}
+    users = {o.file for o in origins if o is not None}
+    for match in _ARROW.finditer(message):
+        file, line = match.group(1), int(match.group(2))
+        if file in users:  # a location in the user's kernel, not in TileLang's own code
+            found.setdefault((file, line), Origin(file, line, "error"))
+    for i, line in enumerate(split_lines(text)):
+        stripped = line.strip()
+        origin = origins[i] if i < len(origins) else None
+        if origin is not None and len(stripped) >= _QUOTED and stripped in message:
+            found.setdefault((origin.file, origin.line), origin)
+    return list(found.values())
+
+
 def parse_spans(stored: str) -> dict[int, tuple[str, int, bool, tuple[int, int] | None]]:
     """A snapshot's stored spans by 0-based line: (file, line, is library, columns)."""
     if not stored:
@@ -175,7 +200,14 @@ def _enclosing(lines: list[str], origins: Origins, i: int) -> Origin | None:
     return None
 
 
-def standalone(text: str, spans: dict[int, tuple[str, int, bool, tuple[int, int] | None]]) -> Origins:
+SourceOf = Callable[[str], "list[str] | None"]  # a user's file's lines as traced (None: not stored)
+
+
+def _no_source(_file: str) -> list[str] | None:
+    return None
+
+
+def standalone(text: str, spans: dict[int, tuple[str, int, bool, tuple[int, int] | None]], source_of: SourceOf = _no_source) -> Origins:
     """A text's origins from its own spans alone (the kernel's input; a text outside the history)."""
     lines = split_lines(text)
     origins: Origins = [None] * len(lines)
@@ -185,6 +217,9 @@ def standalone(text: str, spans: dict[int, tuple[str, int, bool, tuple[int, int]
         if library is not None:
             libraries[i] = library
     for i in range(len(lines)):
+        if origins[i] is None and i in libraries:
+            origins[i] = _call_site(lines, origins, i, libraries[i], source_of)
+    for i in range(len(lines)):
         if origins[i] is None and (i in libraries or lines[i].strip()):
             found = _enclosing(lines, origins, i)
             if found is not None:
@@ -192,7 +227,59 @@ def standalone(text: str, spans: dict[int, tuple[str, int, bool, tuple[int, int]
     return origins
 
 
-def carried(before: str, before_origins: Origins, after: str, spans: dict[int, tuple[str, int, bool, tuple[int, int] | None]]) -> Origins:
+def _call_site(lines: list[str], origins: Origins, i: int, library: tuple[str, int], source_of: SourceOf) -> Origin | None:
+    """A statement TileLang's own code built among the user's (``T.reduce_max`` is a macro: its
+    statement's span is in reduce_op.py) comes from the user's line between its neighbours: the
+    nearest statements beside it, in the same block, with spans of their own. Of the lines
+    between those two in the user's file, the first at the neighbour's indentation (not a
+    continuation, not a loop's body)."""
+    depth = _indent(lines[i])
+
+    def neighbour(step: int) -> Origin | None:
+        k = i + step
+        while 0 <= k < len(lines):
+            if lines[k].strip():
+                if _indent(lines[k]) < depth:
+                    return None  # the block ends
+                found = origins[k]
+                if _indent(lines[k]) == depth and found is not None and found.how == "span":
+                    return found
+            k += step
+        return None
+
+    before, after = neighbour(-1), neighbour(1)
+    file = before.file if before is not None else after.file if after is not None else ""
+    source = source_of(file) if file else None
+    if not source:
+        return None
+    if after is not None and after.file != file:
+        after = None
+    if before is not None:
+        candidates = range(before.line + 1, after.line if after is not None else len(source) + 1)
+        indent = _indent(source[before.line - 1]) if before.line <= len(source) else -1
+    elif after is not None:
+        candidates = range(after.line - 1, 0, -1)
+        indent = _indent(source[after.line - 1]) if after.line <= len(source) else -1
+    else:
+        return None
+    for number in candidates:
+        if number > len(source):
+            break
+        text = source[number - 1]
+        stripped = text.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if _indent(text) < indent:
+            break  # out of the neighbour's block
+        if _indent(text) == indent:
+            return Origin(file, number, "call", library)
+    return None
+
+
+def carried(
+    before: str, before_origins: Origins, after: str, spans: dict[int, tuple[str, int, bool, tuple[int, int] | None]],
+    source_of: SourceOf = _no_source,
+) -> Origins:  # fmt: skip
     """The origins of `after`, made by one pass from `before` (see the module docstring)."""
     old, new = split_lines(before), split_lines(after)
     origins: Origins = [None] * len(new)
@@ -231,12 +318,24 @@ def carried(before: str, before_origins: Origins, after: str, spans: dict[int, t
         for j in range(j0 + 1, j1):
             if origins[j] is not None:
                 continue
-            if j in libraries:  # TileLang's own code: the user's statement it expands is the one it sits in
-                found = _enclosing(new, origins, j)
-                if found is not None:
-                    origins[j] = Origin(found.file, found.line, "inherited", libraries[j])
+            # The removed line it is most like: in its hunk, or anywhere when one there is more alike overall.
+            # (TileLang's own loops are new: `for i in T.unroll(1)` of a gemm's expansion is not the user's `for i`.)
+            near = i0 + (j - j0)  # where in the old text this line would be, had nothing moved
+            found, score = _descends(new[j], removed_by_text, removed_tokens, before_origins, _SIMILAR, near, loop_heads=j not in libraries)
+            far, far_score = _descends(new[j], {}, everywhere, before_origins, _FAR, near, overall_first=True)
+            if far is not None and far_score[1] > score[1]:
+                found, score = far, far_score
+            if j in libraries and score < _RENAMED:
+                # TileLang's own code, not a line it had before renamed: called among the user's
+                # statements, or expanding the user's statement it sits in.
+                call = _call_site(new, origins, j, libraries[j], source_of)
+                if call is not None:
+                    origins[j] = call
                     continue
-            found = _descends(new[j], removed_by_text, removed_tokens, before_origins, _SIMILAR) or _descends(new[j], {}, everywhere, before_origins, _FAR)
+                enclosing = _enclosing(new, origins, j)
+                if enclosing is not None:
+                    origins[j] = Origin(enclosing.file, enclosing.line, "inherited", libraries[j])
+                    continue
             if found is not None:
                 origins[j] = Origin(found.file, found.line, "inherited", libraries.get(j), found.columns)
     # What is left sits in a statement, or replaced the hunk's first line.
@@ -258,26 +357,32 @@ def _loop_head(line: str) -> str:
 
 def _descends(
     line: str, removed_by_text: dict[str, list[int]], removed_tokens: list[tuple[int, frozenset[str]]], before_origins: Origins,
-    threshold: float,
-) -> Origin | None:  # fmt: skip
-    moved = removed_by_text.get(line.strip()) or removed_by_text.get(_loop_head(line) or "\1")
-    if moved:
-        return before_origins[moved[0]]
+    threshold: float, near: int, overall_first: bool = False, loop_heads: bool = True,
+) -> tuple[Origin | None, tuple[float, float]]:  # fmt: skip
+    """The origin of the removed line `line` descends from, and how alike the two are as
+    (share of the removed line's names it kept, Jaccard of the two); a moved line: (2, 2);
+    (None, (0, 0)) when none keeps `threshold` of its names.
+
+    In a hunk the share kept ranks first (a lowered statement gains many names of its own:
+    T.copy(A, A_shared) becomes T.tma_load(T.create_tma_descriptor(... A.data ...), ...)).
+    Anywhere (``overall_first``) Jaccard does: among all the removed lines, a short one (a
+    barrier wait) keeps all its names in almost any long line."""
+    moved = removed_by_text.get(line.strip()) or (loop_heads and removed_by_text.get(_loop_head(line) or "\1"))
+    if moved:  # the same line in two places (two gemms' `T.warpgroup_arrive()`): the nearer
+        return before_origins[min(moved, key=lambda i: abs(i - near))], (2.0, 2.0)
     mine = _tokens(line)
     if not mine:
-        return None
-    # How much of the removed line's names the new line still has (a lowered statement gains many
-    # names of its own: T.copy(A, A_shared) becomes T.tma_load(T.create_tma_descriptor(... A.data ...), ...)),
-    # ties broken by how alike the two are overall.
-    best, score = None, (threshold, 0.0)
+        return None, (0.0, 0.0)
+    best, rank, score = None, (0.0, 0.0, 0.0), (0.0, 0.0)
     for i, theirs in removed_tokens:
         if not theirs:
             continue
         common = len(mine & theirs)
-        similarity = (common / len(theirs), common / len(mine | theirs))
-        if similarity > score:
-            best, score = before_origins[i], similarity
-    return best
+        kept, overall = common / len(theirs), common / len(mine | theirs)
+        order = (overall, kept, -abs(i - near)) if overall_first else (kept, overall, -abs(i - near))
+        if kept > threshold and order > rank:
+            best, rank, score = before_origins[i], order, (kept, overall)
+    return best, score
 
 
 def trace_origins(trace: Trace, kernel: KernelTrace) -> KernelOrigins:
@@ -305,16 +410,26 @@ def kernel_origins(kernel: KernelTrace, text_of: Callable[[str], str], spans_of:
             result.has_spans = result.has_spans or bool(spans_cache[text])
         return spans_cache[text]
 
+    sources: dict[str, list[str] | None] = {}
+
+    def source_of(file: str) -> list[str] | None:
+        if file not in sources:
+            try:
+                sources[file] = split_lines(text_of(source_key(file))) or None
+            except LookupError:
+                sources[file] = None
+        return sources[file]
+
     changes = history(kernel, text_of)
     result.changes = changes
     texts, owners = result.texts, result.owners
     for change in changes:
         if change.before not in texts:
-            texts[change.before] = standalone(change.before, spans(change.before))
+            texts[change.before] = standalone(change.before, spans(change.before), source_of)
             owners[change.before] = [None] * len(split_lines(change.before))
         if change.after in texts:
             continue
-        texts[change.after] = carried(change.before, texts[change.before], change.after, spans(change.after))
+        texts[change.after] = carried(change.before, texts[change.before], change.after, spans(change.after), source_of)
         owners[change.after] = _owners(change, owners[change.before])
     for step in kernel.codegen:
         _source_origins(result, step, text_of, spans)

@@ -11,8 +11,10 @@ from collections.abc import Callable, Iterable
 from typing import ClassVar, TextIO
 
 from lower_trace.analysis import text_diff
+from lower_trace.analysis.origins import Origins, error_points_at, kernel_origins
 from lower_trace.config import color_wanted
-from lower_trace.model import CodegenRecord, EditStatus, ErrorInfo, KernelState, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus
+from lower_trace.model import CodegenRecord, EditStatus, ErrorInfo, KernelState, KernelStatus, KernelTrace, PassCall, PassRecord, PassStatus, spans_key
+from lower_trace.render.origins_view import origin_text
 from lower_trace.text_safety import UNSAFE_RANGES, plural, printable, printable_line, printable_lines  # noqa: F401  (re-exported)
 
 Snapshots = Callable[[str], "str | None"]
@@ -128,7 +130,7 @@ class TerminalRenderer:
                 continue
             if changed_only and step.status is PassStatus.UNCHANGED:
                 continue
-            self._pass(step, snapshot, show_diffs)
+            self._pass(step, snapshot, show_diffs, kernel)
         if kernel.error is not None and kernel.failed_count == 0:
             if (kernel.error.type, kernel.error.message) in shown_errors:  # the codegen step above showed it
                 self._line(c("red bold", "   compile failed (the error above)"))
@@ -143,7 +145,7 @@ class TerminalRenderer:
         for line in lines[1:]:
             self._line(self.c(style, f"       {line}") if line.strip() else "")
 
-    def _pass(self, record: PassRecord, snapshot: Snapshots, show_diffs: bool) -> None:
+    def _pass(self, record: PassRecord, snapshot: Snapshots, show_diffs: bool, kernel: KernelTrace | None = None) -> None:
         c = self.c
         style, label = _STATUS_STYLE.get(record.status, ("", record.status.value))
         before = snapshot(record.before) or "" if record.before else ""
@@ -169,11 +171,30 @@ class TerminalRenderer:
             command = f"lower-trace repro {where} -k {printable(record.kernel)} -p {record.seq} -o FOLDER"
             self._line(c("bold", f"       its input was kept: `{command}` writes a reproducer"))
         if record.status is PassStatus.FAILED and before:
-            self._line(c("red", "       the IR this pass received:"))
-            for line in _text_lines(before):
-                self._line(f"       {line}")
+            self._failing_ir(record, before, _failure_origins(kernel, before, snapshot))
         if show_diffs and record.status is PassStatus.CHANGED:
             self._diff(before, after)
+
+    def _failing_ir(self, record: PassRecord, before: str, origins: Origins | None) -> None:
+        """The IR a failed pass received; with spans, each line's origin before it and the user's
+        lines the error quotes first."""
+        c = self.c
+        lines = _text_lines(before)
+        if not origins or not any(origins):
+            self._line(c("red", "       the IR this pass received:"))
+            for line in lines:
+                self._line(f"       {line}")
+            return
+        error = record.error
+        quoted = error_points_at(before, origins, f"{error.message}\n{error.traceback}") if error is not None else []
+        if quoted:
+            named = ", ".join(printable(origin_text(o)) for o in quoted)
+            self._line(c("red bold", f"       the error points at your line{'s' if len(quoted) > 1 else ''}: ") + named)
+        self._line(c("red", "       the IR this pass received, each line after the line of your program it comes from:"))
+        width = max(len(origin_text(o)) for o in origins)
+        for i, line in enumerate(lines):
+            origin = origins[i] if i < len(origins) else None
+            self._line(f"       {c('dim', printable(origin_text(origin, width)))} | {line}")
 
     def render_diff(self, before: str, after: str) -> None:
         """A unified diff of two texts, coloured like the pass diffs."""
@@ -215,6 +236,25 @@ class TerminalRenderer:
     def render_snapshot(self, text: str) -> None:
         for line in _text_lines(text):
             self._line(line)
+
+
+def _failure_origins(kernel: KernelTrace | None, text: str, snapshot: Snapshots) -> Origins | None:
+    """The origins of a failed pass's input (None without spans). Computed only for a failure;
+    a damaged trace shows the IR without them."""
+    if kernel is None:
+        return None
+
+    def spans_of(digest: str) -> str:
+        try:
+            return snapshot(spans_key(digest)) or ""
+        except LookupError:
+            return ""
+
+    try:
+        result = kernel_origins(kernel, lambda digest: snapshot(digest) or "", spans_of)
+    except Exception:  # a view helper: the IR still shows without origins
+        return None
+    return result.texts.get(text) if result.has_spans else None
 
 
 def _text_lines(text: str) -> list[str]:

@@ -24,11 +24,13 @@ def traced(tmp_path_factory):
 
     with lower_trace.trace(mode="html", trace_dir=str(tmp_path_factory.mktemp("origins-page"))) as run, Target({"kind": "cuda", "arch": "sm_90a"}) as target:
         tilelang.lower(marked_kernels.gemm_ws(), target=target)
+        with pytest.raises(Exception, match="frag"):
+            tilelang.lower(marked_kernels.transposed_fragment_marked(), target=target)
     return lower_trace.load_trace(run.run_dir)
 
 
 def test_generated_lines_link_to_the_users_lines(browser, traced):
-    kernel = traced.kernels[0]
+    kernel = traced.kernel("gemm_ws")
     device = next(c for c in kernel.codegen if c.role == "device")
     view = Page(browser, os.path.join(traced.path, "report.html"), f"#{kernel.kernel_id}")
     view.settle()
@@ -62,4 +64,24 @@ def test_generated_lines_link_to_the_users_lines(browser, traced):
     assert view.active() == seq
     assert not view.errors(), view.messages
     assert all(url.startswith(("file:", "data:", "blob:")) for url in view.requests), view.requests
+    view.close()
+
+
+def test_a_failed_pass_underlines_the_users_lines_its_error_points_at(browser, traced):
+    """TVM's error names the fragment's allocation (its span): that line of the source pane is
+    marked failing, and no other is (the failing IR's lines the message does not quote)."""
+    kernel = traced.kernel("transposed_fragment")
+    failed = next(p for p in kernel.passes if p.error is not None)
+    assert f"marked_kernels.py:{MARKS['tf_alloc']}" in failed.error.message  # the ground truth: TVM's own location
+    view = Page(browser, os.path.join(traced.path, "report.html"), f"#{kernel.kernel_id}")
+    view.settle()
+    assert view.active() == failed.seq  # the report opens on the failure
+    failing = view.page.locator(".source-pane .ln.o-failing")
+    assert failing.count() == 1
+    assert failing.inner_text().strip().startswith(f"{MARKS['tf_alloc']}  ")
+    assert "T.alloc_fragment" in failing.inner_text()
+    # The failing IR beside it carries the user's lines too: the read loop's body names its line.
+    body = view.page.locator("#detail pre.ir.lined span.ln", has_text="B[i, j] = frag[i, j] + frag[j, i]")
+    assert body.count() == 1 and body.get_attribute("title").startswith(f"from marked_kernels.py:{MARKS['tf_read']}")
+    assert not view.errors(), view.messages
     view.close()

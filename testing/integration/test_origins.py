@@ -32,6 +32,8 @@ def marked_trace(tmp_path_factory):
             tilelang.lower(marked_kernels.gemm_ws(), target=target)
             tilelang.lower(marked_kernels.flash_attention(), target=target)
         tilelang.lower(marked_kernels.saxpy_c(), target="c")
+        with Target(SM90) as target, pytest.raises(Exception, match="frag"):
+            tilelang.lower(marked_kernels.transposed_fragment_marked(), target=target)
     return lower_trace.load_trace(run.run_dir)
 
 
@@ -68,7 +70,13 @@ def test_flash_attention_copies_and_gemms(marked_trace):
     lines = blamed(marked_trace, "flash_fwd")
     assert set(lines_with(lines, r"tl::tma_load\(Q_desc")) == {MARKS["fa_copy_q"]}
     assert set(lines_with(lines, r"tl::tma_load\(K_desc")) == {MARKS["fa_copy_k"]}
+    assert set(lines_with(lines, r"tl::tma_load\(V_desc")) == {MARKS["fa_copy_v"]}
     assert set(lines_with(lines, r"wgmma_ss")) == {MARKS["fa_gemm_qk"]}
+    assert set(lines_with(lines, r"wgmma_rs|initialize_wgmma_descriptor.*V_shared")) == {MARKS["fa_gemm_pv"]}
+    assert set(lines_with(lines, r"initialize_wgmma_descriptor.*(Q|K)_shared")) == {MARKS["fa_gemm_qk"]}
+    # T.reduce_max / T.reduce_sum are TileLang macros (their statements' spans are in reduce_op.py): the call's line.
+    assert set(lines_with(lines, r"AllReduce<tl::MaxOp")) == {MARKS["fa_reduce_max"]}
+    assert set(lines_with(lines, r"AllReduce<tl::SumOp")) == {MARKS["fa_reduce_sum"]}
     assert set(lines_with(lines, r"for \(int k(_1)? = 0")) == {MARKS["fa_pipelined"]}
     assert set(lines_with(lines, r"\*\(uint1\*\)\(Output \+")) == {MARKS["fa_epilogue"]}
 
@@ -156,3 +164,19 @@ def test_show_origins_column_and_the_stored_source(marked_trace):
     with open(HERE, encoding="utf-8") as source:
         assert marked_trace.source_text(HERE) == source.read()
     assert kernel.stack and kernel.stack[-1][0] == os.path.abspath(__file__)
+
+
+def test_the_terminal_view_of_a_failure_names_the_users_lines(marked_trace):
+    """TVM's error locates the fragment's allocation; the failing IR's lines carry their lines."""
+    out = lower_trace_cli("show", marked_trace.path, "-k", "transposed_fragment")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert f"the error points at your line: marked_kernels.py:{MARKS['tf_alloc']}" in [line.strip() for line in lines]
+    failing = lines[next(i for i, line in enumerate(lines) if "the IR this pass received" in line) + 1 :]
+
+    def origin_of(pattern):
+        (found,) = [line.split("|")[0].strip() for line in failing if "|" in line and re.search(pattern, line.split("|", 1)[1])]
+        return found
+
+    assert origin_of(r"frag\[i, j\] = A\[i, j\]") == f"marked_kernels.py:{MARKS['tf_fill']}"
+    assert origin_of(r"B\[i, j\] = frag\[i, j\] \+ frag\[j, i\]") == f"marked_kernels.py:{MARKS['tf_read']}"

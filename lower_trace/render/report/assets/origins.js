@@ -26,7 +26,8 @@ const LTOrigins = (() => {
     const [place, how, library] = data.table[id];
     let text = `from ${placeText(data, place)}`;
     if (library) text += ` (via ${base(library[0])}:${library[1]})`;
-    return how === "span" ? text : `${text}, inherited`;
+    if (how === "span") return text;
+    return how === "call" ? `${text}, the call of TileLang's own code` : `${text}, inherited`;
   }
 
   /** Mark node as line `number` (1-based) of the text `digest`. */
@@ -111,16 +112,17 @@ const LTOrigins = (() => {
         const span = el("span", "ln");
         span.appendChild(el("span", "src-no", String(number).padStart(4) + "  "));
         LTText.appendText(span, text);
-        const place = byPlace.get(`${fileNo}:${number}`);
+        const key = `${fileNo}:${number}`;
+        const place = byPlace.get(key);
         if (place !== undefined) {
           span.dataset.o = String(place);
           span.classList.add("o");
           span.style.setProperty("--o", colour(place));
-          if (failed.has(place)) {
-            span.classList.add("o-failing");
-            span.title = "the failed pass's error points at this line";
-          }
           span.addEventListener("click", () => pin(place, data, events, select));
+        }
+        if (failed.has(key)) {
+          span.classList.add("o-failing");
+          span.title = "the failed pass's error points at this line";
         }
         code.appendChild(span);
         code.appendChild(document.createTextNode("\n"));
@@ -129,14 +131,27 @@ const LTOrigins = (() => {
     return box;
   }
 
+  /**
+   * The user's lines (as "file number:line") a failure points at: the locations TVM's diagnostics
+   * print ("--> file:line:column"), and the origins of the failing IR's lines its message quotes
+   * (analysis/origins.py's error_points_at, the terminal's view of the same).
+   */
   function failingPlaces(kernel, failing) {
     const found = new Set();
     if (!failing || !failing.message) return found;
+    const data = kernel.origins;
+    for (const match of failing.message.matchAll(/-->\s+(\S+?):(\d+):\d+/g)) {
+      const fileNo = data.files.indexOf(match[1]);
+      if (fileNo >= 0) found.add(`${fileNo}:${match[2]}`);
+    }
     const lines = linesOf(kernel, failing.digest);
     if (!lines) return found;
     LTDiff.splitLines(kernel.snap(failing.digest)).forEach((line, i) => {
       const text = line.trim();
-      if (text.length >= 8 && failing.message.includes(text) && lines[i] >= 0) found.add(kernel.origins.table[lines[i]][0]);
+      if (text.length >= 8 && failing.message.includes(text) && lines[i] >= 0) {
+        const [fileNo, number] = data.places[data.table[lines[i]][0]];
+        found.add(`${fileNo}:${number}`);
+      }
     });
     return found;
   }
