@@ -29,7 +29,7 @@ def gemm_ws(M=1024, N=1024, K=1024, block_M=128, block_N=128, block_K=32):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):  # @kernel
             A_shared = T.alloc_shared((block_M, block_K), "float16")
             B_shared = T.alloc_shared((block_K, block_N), "float16")
-            C_local = T.alloc_fragment((block_M, block_N), "float")
+            C_local = T.alloc_fragment((block_M, block_N), "float")  # @alloc_c
             T.clear(C_local)  # @clear
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):  # @pipelined
                 T.copy(A[by * block_M, k * block_K], A_shared)  # @copy_a

@@ -40,6 +40,7 @@ _SIMILAR = 0.4  # the share of a removed line's names a new line keeps, above wh
 _FAR = 0.6  # the same, for a removed line outside the hunk
 _ARROW = re.compile(r"-->\s+(\S+?):(\d+):\d+")  # TVM's diagnostic location line
 _RENAMED = (0.8, 0.0)  # a library line at least this like a removed one is that line, renamed (not a new expansion)
+_ALLOCATED = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*) = T\.(?:sblock_alloc_buffer|alloc_buffer)\(")
 _QUOTED = 8  # the shortest IR line a failure's message is taken to quote (origins.js's rule too)
 
 
@@ -223,8 +224,22 @@ def standalone(text: str, spans: dict[int, tuple[str, int, bool, tuple[int, int]
         if origins[i] is None and (i in libraries or lines[i].strip()):
             found = _enclosing(lines, origins, i)
             if found is not None:
-                origins[i] = Origin(found.file, found.line, "inherited", libraries.get(i))
+                origins[i] = _allocation(lines[i], found, source_of) or Origin(found.file, found.line, "inherited", libraries.get(i))
     return origins
+
+
+def _allocation(line: str, enclosing: Origin, source_of: SourceOf) -> Origin | None:
+    """A buffer's allocation (a block's field, printed as ``frag = T.sblock_alloc_buffer(...)``,
+    has no span): the user's ``frag = T.alloc_...`` line, the first after the statement it sits in."""
+    match = _ALLOCATED.match(line)
+    source = source_of(enclosing.file) if match else None
+    if not match or not source:
+        return None
+    wanted = re.compile(rf"\s*{re.escape(match.group(1))}\s*=\s*T\.alloc_")
+    for number in range(enclosing.line, len(source) + 1):
+        if wanted.match(source[number - 1]):
+            return Origin(enclosing.file, number, "inherited")
+    return None
 
 
 def _call_site(lines: list[str], origins: Origins, i: int, library: tuple[str, int], source_of: SourceOf) -> Origin | None:

@@ -64,6 +64,7 @@ def test_gemm_every_generated_line_names_its_python_line(marked_trace):
     assert set(lines_with(lines, r"for \(int k(_1)? = 0")) == {MARKS["pipelined"]}  # producer's and consumer's loop
     assert set(lines_with(lines, r"\*\(uint1\*\)\(C \+")) == {MARKS["epilogue"]}
     assert set(lines_with(lines, r"make_float4\(broadcast_var")) == {MARKS["clear"]}
+    assert set(lines_with(lines, r"float C_local\[")) == {MARKS["alloc_c"]}  # an allocation: a block's field, no span of its own
 
 
 def test_flash_attention_copies_and_gemms(marked_trace):
