@@ -24,7 +24,8 @@ def origins_of(trace: Trace, kernel: KernelTrace) -> KernelOrigins:
     result = trace_origins(trace, kernel)
     reason = origins_view.no_origins_reason(result, trace.run.notes)
     if reason:
-        raise UsageError(f"{trace.path}: kernel {kernel.kernel_id} ({kernel.name}): {reason}; its lines cannot be traced to your program")
+        said = reason if "your program" in reason else f"{reason}; its lines cannot be traced to your program"
+        raise UsageError(f"{trace.path}: kernel {kernel.kernel_id} ({kernel.name}): {said}")
     return result
 
 

@@ -174,7 +174,7 @@ const LTOrigins = (() => {
       item.appendChild(document.createTextNode(` ${what}: ${before} → ${after} line${after === 1 ? "" : "s"}`));
     }
     const first = document.querySelector(`#detail [data-o="${place}"]:not(.source-pane *)`);
-    if (first) first.scrollIntoView({ block: "nearest" });
+    if (first) first.scrollIntoView({ block: "center" }); // not under the sticky source pane
   }
 
   /** Give cls to every marked element of place (none: -1), taking it from the others. */
@@ -188,7 +188,17 @@ const LTOrigins = (() => {
   document.addEventListener("mouseover", (event) => {
     const target = event.target instanceof Element ? event.target.closest("[data-o]") : null;
     light(target instanceof HTMLElement ? Number(target.dataset.o) : -1, "o-hl");
+    if (target instanceof HTMLElement && !target.closest(".source-pane")) showInPane(target.dataset.o || "");
   });
+
+  /** Scroll the source pane (only the pane, not the page) to the user's line just lit. */
+  function showInPane(place) {
+    const line = /** @type {HTMLElement|null} */ (document.querySelector(`.source-pane [data-o="${place}"]`));
+    const box = line && /** @type {HTMLElement|null} */ (line.closest("pre"));
+    if (!line || !box) return;
+    const top = line.offsetTop - box.offsetTop;
+    if (top < box.scrollTop || top + line.offsetHeight > box.scrollTop + box.clientHeight) box.scrollTop = top - box.clientHeight / 2;
+  }
 
   return { mark, pre, markDiff, sourcePane, linesOf };
 })();
