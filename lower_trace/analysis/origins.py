@@ -23,6 +23,7 @@ from (the codegen's line map, integrations/tir_spans.py).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -84,10 +85,22 @@ class KernelOrigins:
     """The origins of one kernel's snapshots and generated sources."""
 
     texts: dict[str, Origins] = field(default_factory=dict)  # by snapshot text
-    owners: dict[str, list[PassRecord | None]] = field(default_factory=dict)  # blame, by text
     changes: list[Change] = field(default_factory=list)
     sources: dict[int, SourceOrigins] = field(default_factory=dict)  # by codegen step (seq)
     has_spans: bool = False
+    _owners: dict[str, list[PassRecord | None]] | None = None
+
+    @property
+    def owners(self) -> dict[str, list[PassRecord | None]]:
+        """Blame's owner of each line, by text: worked out when first asked (the report needs none)."""
+        if self._owners is None:
+            self._owners = {}
+            for change in self.changes:
+                if change.before not in self._owners:
+                    self._owners[change.before] = [None] * len(split_lines(change.before))
+                if change.after not in self._owners:
+                    self._owners[change.after] = _owners(change, self._owners[change.before])
+        return self._owners
 
     def of_text(self, text: str) -> Origins:
         return self.texts.get(text) or [None] * len(split_lines(text))
@@ -107,28 +120,48 @@ class KernelOrigins:
 
     def line_history(self, file: str, line: int) -> list[LineEvent]:
         """Per pass, in order, what happened to the lines from file:line (passes that left them alone are left out)."""
-        events: list[LineEvent] = []
+        return self.histories().get((file, line), [])
+
+    def histories(self) -> dict[tuple[str, int], list[LineEvent]]:
+        """line_history of every user line at once: one walk over the history."""
+        events: dict[tuple[str, int], list[LineEvent]] = {}
+        by_place: dict[str, dict[tuple[str, int], list[str]]] = {}
+
+        def grouped(text: str) -> dict[tuple[str, int], list[str]]:
+            if text not in by_place:
+                groups: dict[tuple[str, int], list[str]] = {}
+                for origin, line_text in zip(self.of_text(text), split_lines(text), strict=False):
+                    if origin is not None:
+                        groups.setdefault((origin.file, origin.line), []).append(line_text)
+                by_place[text] = groups
+            return by_place[text]
+
         for change in self.path_to_final():
             if change.by is None:
                 continue
-            before = [text for _, text in lines_from(change.before, self.of_text(change.before), file, line)]
-            after = [text for _, text in lines_from(change.after, self.of_text(change.after), file, line)]
-            if not before and not after:
-                continue
-            kind = ""
-            if not before:
-                kind = "appeared"
-            elif not after:
-                kind = "disappeared"
-            elif len(after) > len(before):
-                kind = "duplicated"
-            elif len(after) < len(before):
-                kind = "reduced"
-            elif before != after:
-                kind = "changed"
-            if kind:
-                events.append(LineEvent(change.by, kind, len(before), len(after)))
+            old, new = grouped(change.before), grouped(change.after)
+            for place in old.keys() | new.keys():
+                event = _event(change.by, old.get(place, []), new.get(place, []))
+                if event is not None:
+                    events.setdefault(place, []).append(event)
         return events
+
+
+def _event(by: PassRecord, before: list[str], after: list[str]) -> LineEvent | None:
+    """What one pass did to the lines from one user line (None: left them alone)."""
+    if not before:
+        kind = "appeared"
+    elif not after:
+        kind = "disappeared"
+    elif len(after) > len(before):
+        kind = "duplicated"
+    elif len(after) < len(before):
+        kind = "reduced"
+    elif before != after:
+        kind = "changed"
+    else:
+        return None
+    return LineEvent(by, kind, len(before), len(after))
 
 
 def lines_from(text: str, origins: Origins, file: str, line: int) -> list[tuple[int, str]]:
@@ -172,7 +205,9 @@ def parse_spans(stored: str) -> dict[int, tuple[str, int, bool, tuple[int, int] 
         return {}  # damaged: no spans, the rest of the view stays
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _tokens(line: str) -> frozenset[str]:
+    """A line's names and numbers (cached: consecutive snapshots share most of their lines)."""
     return frozenset(_TOKEN.findall(line)) - _COMMON
 
 
@@ -190,12 +225,18 @@ def _own(spans: dict[int, tuple[str, int, bool, tuple[int, int] | None]], i: int
     return Origin(file, line, "span", columns=columns), None
 
 
-def _enclosing(lines: list[str], origins: Origins, i: int) -> Origin | None:
+def _depths(lines: list[str]) -> list[int]:
+    """Each line's indentation; -1 for a blank line (it encloses nothing)."""
+    return [len(line) - len(line.lstrip(" ")) if line.strip() else -1 for line in lines]
+
+
+def _enclosing(lines: list[str], origins: Origins, i: int, depths: list[int] | None = None) -> Origin | None:
     """The origin of the nearest line above i that is less indented (the statement i sits in)."""
+    depths = depths if depths is not None else _depths(lines)
     depth = _indent(lines[i])
     for k in range(i - 1, -1, -1):
-        if lines[k].strip() and _indent(lines[k]) < depth:
-            depth = _indent(lines[k])
+        if 0 <= depths[k] < depth:
+            depth = depths[k]
             if origins[k] is not None:
                 return origins[k]
     return None
@@ -220,9 +261,10 @@ def standalone(text: str, spans: dict[int, tuple[str, int, bool, tuple[int, int]
     for i in range(len(lines)):
         if origins[i] is None and i in libraries:
             origins[i] = _call_site(lines, origins, i, libraries[i], source_of)
+    depths = _depths(lines)
     for i in range(len(lines)):
         if origins[i] is None and (i in libraries or lines[i].strip()):
-            found = _enclosing(lines, origins, i)
+            found = _enclosing(lines, origins, i, depths)
             if found is not None:
                 origins[i] = _allocation(lines[i], found, source_of) or Origin(found.file, found.line, "inherited", libraries.get(i))
     return origins
@@ -322,6 +364,13 @@ def carried(
             if head:
                 removed_by_text.setdefault(head, []).append(i)
     anchors = [(-1, -1), *pairs, (len(old), len(new))]
+    depths: list[int] = []  # worked out at the first line that needs its statement
+
+    def enclosing(j: int) -> Origin | None:
+        if not depths:
+            depths.extend(_depths(new))
+        return _enclosing(new, origins, j, depths)
+
     # A pass that moves a statement far (warp specialisation puts the producer's copies in a branch
     # of their own) leaves it in another hunk than its old place: any removed line, more alike.
     everywhere = [(i, _tokens(old[i])) for i in range(min(len(old), len(before_origins))) if i not in kept_old and before_origins[i] is not None]
@@ -337,9 +386,10 @@ def carried(
             # (TileLang's own loops are new: `for i in T.unroll(1)` of a gemm's expansion is not the user's `for i`.)
             near = i0 + (j - j0)  # where in the old text this line would be, had nothing moved
             found, score = _descends(new[j], removed_by_text, removed_tokens, before_origins, _SIMILAR, near, loop_heads=j not in libraries)
-            far, far_score = _descends(new[j], {}, everywhere, before_origins, _FAR, near, overall_first=True)
-            if far is not None and far_score[1] > score[1]:
-                found, score = far, far_score
+            if score[1] < 1.0:  # not the same line (or names) again: a removed line elsewhere may be more alike
+                far, far_score = _descends(new[j], {}, everywhere, before_origins, _FAR, near, overall_first=True)
+                if far is not None and far_score[1] > score[1]:
+                    found, score = far, far_score
             if j in libraries and score < _RENAMED:
                 # TileLang's own code, not a line it had before renamed: called among the user's
                 # statements, or expanding the user's statement it sits in.
@@ -347,9 +397,9 @@ def carried(
                 if call is not None:
                     origins[j] = call
                     continue
-                enclosing = _enclosing(new, origins, j)
-                if enclosing is not None:
-                    origins[j] = Origin(enclosing.file, enclosing.line, "inherited", libraries[j])
+                inside = enclosing(j)
+                if inside is not None:
+                    origins[j] = Origin(inside.file, inside.line, "inherited", libraries[j])
                     continue
             if found is not None:
                 origins[j] = Origin(found.file, found.line, "inherited", libraries.get(j), found.columns)
@@ -358,7 +408,7 @@ def carried(
         first = next((before_origins[i] for i in range(i0 + 1, i1) if i < len(before_origins) and before_origins[i] is not None), None)
         for j in range(j0 + 1, j1):
             if origins[j] is None and (new[j].strip() or j in libraries):
-                found = _enclosing(new, origins, j) or first
+                found = enclosing(j) or first
                 if found is not None:
                     origins[j] = Origin(found.file, found.line, "inherited", libraries.get(j))
     return origins
@@ -437,15 +487,13 @@ def kernel_origins(kernel: KernelTrace, text_of: Callable[[str], str], spans_of:
 
     changes = history(kernel, text_of)
     result.changes = changes
-    texts, owners = result.texts, result.owners
+    texts = result.texts
     for change in changes:
         if change.before not in texts:
             texts[change.before] = standalone(change.before, spans(change.before), source_of)
-            owners[change.before] = [None] * len(split_lines(change.before))
         if change.after in texts:
             continue
         texts[change.after] = carried(change.before, texts[change.before], change.after, spans(change.after), source_of)
-        owners[change.after] = _owners(change, owners[change.before])
     for step in kernel.codegen:
         _source_origins(result, step, text_of, spans)
     return result

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lower_trace.analysis.origins import KernelOrigins, Origin, kernel_origins, parse_spans
+from lower_trace.analysis.origins import KernelOrigins, Origin, kernel_origins
 from lower_trace.analysis.text_diff import split_lines
 from lower_trace.model import KernelTrace, source_key, spans_key
 
@@ -24,7 +24,7 @@ def origins_payload(kernel: KernelTrace, text_of: Callable[[str], str], digests:
         except LookupError:  # a text_of that knows snapshots only
             return ""
 
-    if not any(parse_spans(spans_of(digest)) for digest in digests):
+    if not any(spans_of(digest) for digest in digests):
         return None  # nothing to work out: no diff is run
     result = kernel_origins(kernel, lambda digest: text_of(digest) or "", spans_of)
     if not result.has_spans:
@@ -35,11 +35,17 @@ def origins_payload(kernel: KernelTrace, text_of: Callable[[str], str], digests:
     place_of: dict[tuple[str, int], int] = {}
     index_of: dict[Origin, int] = {}
 
+    by_object: dict[int, int] = {}  # most lines share their Origin object with the line they were kept from
+
     def number(origin: Origin | None) -> int:
         if origin is None:
             return -1
+        found = by_object.get(id(origin))
+        if found is not None:
+            return found
         found = index_of.get(origin)
         if found is not None:
+            by_object[id(origin)] = found
             return found
         key = (origin.file, origin.line)
         place = place_of.get(key)
@@ -49,7 +55,7 @@ def origins_payload(kernel: KernelTrace, text_of: Callable[[str], str], digests:
             place = place_of[key] = len(places)
             places.append([files.index(origin.file), origin.line])
         library = list(origin.library) if origin.library else None
-        index_of[origin] = len(table)
+        index_of[origin] = by_object[id(origin)] = len(table)
         table.append([place, origin.how, library])
         return index_of[origin]
 
@@ -86,8 +92,9 @@ def _excerpt(text: str, used: list[int]) -> dict[str, Any]:
 def _histories(result: KernelOrigins, place_of: dict[tuple[str, int], int]) -> dict[str, list[list[Any]]]:
     """Per place (its number, as a string): [[pass seq, what, lines before, lines after], ...]."""
     out: dict[str, list[list[Any]]] = {}
-    for (file, line), place in place_of.items():
-        events = result.line_history(file, line)
+    every = result.histories()
+    for key, place in place_of.items():
+        events = every.get(key)
         if events:
             out[str(place)] = [[e.by.seq if e.by else -1, e.kind, e.before, e.after] for e in events]
     return out
