@@ -114,3 +114,28 @@ def transposed_fragment_marked(N=64):
                 B[i, j] = frag[i, j] + frag[j, i]  # @tf_read
 
     return transposed_fragment
+
+
+def thread_allreduce(N=1024, reduce_thread=32):
+    """A row sum reduced across a warp by hand (``T.attr(..., "reduce_scope")`` around
+    ``T.tvm_thread_allreduce``, as TileLang's dequantize GEMV writes it)."""
+
+    @T.prim_func
+    def thread_allreduce(A: T.Tensor((1, N), "float32"), C: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=reduce_thread) as _:
+            acc = T.alloc_local((1,), "float32")
+            reduced = T.alloc_local((1,), "float32")
+            kr = T.get_thread_binding(0)
+            T.clear(acc)
+            for ko in T.serial(N // reduce_thread):
+                acc[0] += A[0, ko * reduce_thread + kr]  # @ar_accumulate
+            with T.attr(  # @ar_reduce_scope
+                T.comm_reducer(lambda x, y: x + y, [T.cast(0, "float32")]),
+                "reduce_scope",
+                T.reinterpret(T.uint64(0), dtype="handle"),
+            ):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, reduced[0], kr, dtype="handle"))
+            if kr == 0:
+                C[0] = reduced[0]  # @ar_store
+
+    return thread_allreduce

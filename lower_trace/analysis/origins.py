@@ -41,7 +41,12 @@ _SIMILAR = 0.4  # the share of a removed line's names a new line keeps, above wh
 _FAR = 0.6  # the same, for a removed line outside the hunk
 _ARROW = re.compile(r"-->\s+(\S+?):(\d+):\d+")  # TVM's diagnostic location line
 _RENAMED = (0.8, 0.0)  # a library line at least this like a removed one is that line, renamed (not a new expansion)
-_ALLOCATED = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*) = T\.(?:sblock_alloc_buffer|alloc_buffer)\(")
+_ALLOCATED = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)(?:: T\.handle\([^)]*\))? = T\.(?:sblock_alloc_buffer|alloc_buffer|decl_buffer|handle_add_byte_offset)\(")
+_HEADER = re.compile(r"\s*(?:for|while|if|with) .*:\s*$")  # an IR line with a body
+_SOURCE_HEADER = re.compile(r"\s*(?:for|while|if|elif|else|with)\b")
+_SOURCE_WITH = re.compile(r"\s*with\b")
+_RENAMED_COPY = re.compile(r"_\d+$")
+_INSIDE = 0.5  # the share of a with-block's body line's names a statement spanned to the with keeps, to be that line
 _QUOTED = 8  # the shortest IR line a failure's message is taken to quote (origins.js's rule too)
 
 
@@ -256,6 +261,7 @@ def standalone(text: str, spans: dict[int, tuple[str, int, bool, tuple[int, int]
     libraries: dict[int, tuple[str, int]] = {}
     for i in range(len(lines)):
         origins[i], library = _own(spans, i)
+        origins[i] = _inside_with(origins[i], lines[i], source_of)
         if library is not None:
             libraries[i] = library
     for i in range(len(lines)):
@@ -270,17 +276,21 @@ def standalone(text: str, spans: dict[int, tuple[str, int, bool, tuple[int, int]
     return origins
 
 
-def _allocation(line: str, enclosing: Origin, source_of: SourceOf) -> Origin | None:
-    """A buffer's allocation (a block's field, printed as ``frag = T.sblock_alloc_buffer(...)``,
-    has no span): the user's ``frag = T.alloc_...`` line, the first after the statement it sits in."""
+def _allocation(line: str, near: Origin, source_of: SourceOf) -> Origin | None:
+    """A buffer's allocation (a block's field, printed as ``frag = T.sblock_alloc_buffer(...)``, or
+    an allocation a pass moved or made again, ``scores_sum = T.decl_buffer(...)``, has no span of
+    its own): the user's ``frag = T.alloc_...`` line in near's file nearest near's line (the
+    statement it sits in, or the line it was found like)."""
     match = _ALLOCATED.match(line)
-    source = source_of(enclosing.file) if match else None
+    source = source_of(near.file) if match else None
     if not match or not source:
         return None
-    wanted = re.compile(rf"\s*{re.escape(match.group(1))}\s*=\s*T\.alloc_")
-    for number in range(enclosing.line, len(source) + 1):
-        if wanted.match(source[number - 1]):
-            return Origin(enclosing.file, number, "inherited")
+    name = match.group(1)
+    for candidate in dict.fromkeys((name, re.sub(r"_\d+$", "", name))):  # TVM renames a copy A_shared_1
+        wanted = re.compile(rf"\s*{re.escape(candidate)}\s*=\s*T\.alloc_")
+        found = [number for number in range(1, len(source) + 1) if wanted.match(source[number - 1])]
+        if found:  # two kernels in one file may name their buffers alike: the one nearest
+            return Origin(near.file, min(found, key=lambda number: (abs(number - near.line), number > near.line)), "inherited")
     return None
 
 
@@ -345,8 +355,11 @@ def carried(
     pairs = myers(old, new)
     for i, j in pairs:
         matched[j] = i
+    vague: dict[int, Origin] = {}  # own spans that name a `with` block, not the statement: the last resort
     for j in range(len(new)):
         own, library = _own(spans, j)
+        if own is not None and _names_a_with(own, new[j], source_of):
+            vague[j], own = own, None
         if library is not None:
             libraries[j] = library
         if own is not None:
@@ -363,6 +376,7 @@ def carried(
             head = _loop_head(line)
             if head:
                 removed_by_text.setdefault(head, []).append(i)
+    taken: dict[str, int] = {}  # of the removed lines of one text, how many a new line took already
     anchors = [(-1, -1), *pairs, (len(old), len(new))]
     depths: list[int] = []  # worked out at the first line that needs its statement
 
@@ -380,12 +394,16 @@ def carried(
         removed = [i for i in range(i0 + 1, i1) if i < len(before_origins) and before_origins[i] is not None]
         removed_tokens = [(i, _tokens(old[i])) for i in removed]
         for j in range(j0 + 1, j1):
-            if origins[j] is not None:
+            if origins[j] is not None:  # its own span; it still is the next copy of its text
+                if new[j].strip() in removed_by_text:
+                    taken[new[j].strip()] = taken.get(new[j].strip(), 0) + 1
                 continue
             # The removed line it is most like: in its hunk, or anywhere when one there is more alike overall.
             # (TileLang's own loops are new: `for i in T.unroll(1)` of a gemm's expansion is not the user's `for i`.)
             near = i0 + (j - j0)  # where in the old text this line would be, had nothing moved
-            found, score = _descends(new[j], removed_by_text, removed_tokens, before_origins, _SIMILAR, near, loop_heads=j not in libraries)
+            found, score = _descends(
+                new[j], removed_by_text, removed_tokens, before_origins, _SIMILAR, near, loop_heads=j not in libraries, taken=taken, old_lines=old
+            )
             if score[1] < 1.0:  # not the same line (or names) again: a removed line elsewhere may be more alike
                 far, far_score = _descends(new[j], {}, everywhere, before_origins, _FAR, near, overall_first=True)
                 if far is not None and far_score[1] > score[1]:
@@ -402,7 +420,26 @@ def carried(
                     origins[j] = Origin(inside.file, inside.line, "inherited", libraries[j])
                     continue
             if found is not None:
-                origins[j] = Origin(found.file, found.line, "inherited", libraries.get(j), found.columns)
+                allocated = _allocation(new[j], found, source_of)
+                origins[j] = allocated or Origin(found.file, found.line, "inherited", libraries.get(j), found.columns)
+    # A loop, branch or block the pass made around one statement's lowering (the boxes of a TMA
+    # copy) comes from that statement: every line of its body does. So does a new loop whose own
+    # span names a line of the user's that is no loop (TileLang gives it another statement's span).
+    if not depths:
+        depths.extend(_depths(new))
+    for j in range(len(new)):
+        if not _HEADER.match(new[j]):
+            continue
+        own = origins[j]
+        wrong_span = own is not None and own.how == "span" and _not_a_header(own, source_of)
+        if not wrong_span and (j in matched or own is not None):
+            continue
+        body = _body_origin(origins, j, depths)
+        if body is not None:
+            origins[j] = Origin(body.file, body.line, "inherited", libraries.get(j))
+    for j, own in vague.items():
+        if origins[j] is None:  # nothing before it: the body line it is like (the lowered text has drifted from the user's)
+            origins[j] = _inside_with(own, new[j], source_of)
     # What is left sits in a statement, or replaced the hunk's first line.
     for (i0, j0), (i1, j1) in itertools.pairwise(anchors):
         first = next((before_origins[i] for i in range(i0 + 1, i1) if i < len(before_origins) and before_origins[i] is not None), None)
@@ -410,8 +447,64 @@ def carried(
             if origins[j] is None and (new[j].strip() or j in libraries):
                 found = enclosing(j) or first
                 if found is not None:
-                    origins[j] = Origin(found.file, found.line, "inherited", libraries.get(j))
+                    origins[j] = _allocation(new[j], found, source_of) or Origin(found.file, found.line, "inherited", libraries.get(j))
     return origins
+
+
+def _inside_with(origin: Origin | None, line: str, source_of: SourceOf) -> Origin | None:
+    """TileLang's frontend gives every statement inside a ``with T.ws(...)`` block the ``with``
+    line's span: a statement (no ``with`` itself) spanned so is the line of the block's body it
+    is most like, when one keeps most of its names."""
+    if origin is None or origin.how != "span" or line.lstrip().startswith("with "):
+        return origin
+    source = source_of(origin.file)
+    if not source or not 0 < origin.line <= len(source) or not _SOURCE_WITH.match(source[origin.line - 1]):
+        return origin
+    depth = _indent(source[origin.line - 1])
+    mine = {_RENAMED_COPY.sub("", token) for token in _tokens(line)}  # the IR's compute_is_done_1 is the user's compute_is_done
+    best, score = origin, 0.0
+    for number in range(origin.line + 1, len(source) + 1):
+        text = source[number - 1]
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        if _indent(text) <= depth:
+            break
+        theirs = _tokens(text)
+        share = len(mine & theirs) / len(theirs) if theirs else 0.0
+        if share >= _INSIDE and share > score:
+            best, score = Origin(origin.file, number, "span", columns=None), share
+    return best
+
+
+def _names_a_with(origin: Origin, line: str, source_of: SourceOf) -> bool:
+    """A statement's own span names a ``with`` line of the user's (and the statement is no ``with``)."""
+    if origin.how != "span" or line.lstrip().startswith("with "):
+        return False
+    source = source_of(origin.file)
+    return bool(source) and 0 < origin.line <= len(source) and bool(_SOURCE_WITH.match(source[origin.line - 1]))
+
+
+def _body_origin(origins: Origins, j: int, depths: list[int]) -> Origin | None:
+    """The one origin of every line nested in line j (None: none, or more than one)."""
+    found: Origin | None = None
+    for k in range(j + 1, len(depths)):
+        if depths[k] < 0:
+            continue
+        if depths[k] <= depths[j]:
+            break
+        origin = origins[k]
+        if origin is None or (found is not None and (origin.file, origin.line) != (found.file, found.line)):
+            return None
+        found = found or origin
+    return found
+
+
+def _not_a_header(origin: Origin, source_of: SourceOf) -> bool:
+    """The user's line an IR loop's span names is no loop, branch or block of theirs."""
+    source = source_of(origin.file)
+    if not source or not 0 < origin.line <= len(source):
+        return False
+    return not _SOURCE_HEADER.match(source[origin.line - 1])
 
 
 def _loop_head(line: str) -> str:
@@ -422,7 +515,8 @@ def _loop_head(line: str) -> str:
 
 def _descends(
     line: str, removed_by_text: dict[str, list[int]], removed_tokens: list[tuple[int, frozenset[str]]], before_origins: Origins,
-    threshold: float, near: int, overall_first: bool = False, loop_heads: bool = True,
+    threshold: float, near: int, overall_first: bool = False, loop_heads: bool = True, taken: dict[str, int] | None = None,
+    old_lines: list[str] | None = None,
 ) -> tuple[Origin | None, tuple[float, float]]:  # fmt: skip
     """The origin of the removed line `line` descends from, and how alike the two are as
     (share of the removed line's names it kept, Jaccard of the two); a moved line: (2, 2);
@@ -432,9 +526,23 @@ def _descends(
     T.copy(A, A_shared) becomes T.tma_load(T.create_tma_descriptor(... A.data ...), ...)).
     Anywhere (``overall_first``) Jaccard does: among all the removed lines, a short one (a
     barrier wait) keeps all its names in almost any long line."""
-    moved = removed_by_text.get(line.strip()) or (loop_heads and removed_by_text.get(_loop_head(line) or "\1"))
-    if moved:  # the same line in two places (two gemms' `T.warpgroup_arrive()`): the nearer
-        return before_origins[min(moved, key=lambda i: abs(i - near))], (2.0, 2.0)
+    key = line.strip()
+    if key not in removed_by_text and loop_heads:
+        key = _loop_head(line) or "\1"
+    moved = removed_by_text.get(key)
+    if moved and key != line.strip() and old_lines is not None:
+        # `for i in range(2)` (a TMA copy's boxes) is not the user's `for i in T.Parallel(64)` it
+        # happens to share a variable with: a rewritten loop keeps its extent or other names.
+        mine = _tokens(line)
+        moved = [i for i in moved if len(mine & _tokens(old_lines[i])) > 1]
+    if moved:
+        # The same line removed in several places (two reductions' `for i in T.unroll(4)`): the
+        # k-th copy that comes back is the k-th that went, in order; past them, the nearest.
+        count = taken.get(key, 0) if taken is not None else len(moved)
+        if taken is not None:
+            taken[key] = count + 1
+        chosen = moved[count] if count < len(moved) else min(moved, key=lambda i: abs(i - near))
+        return before_origins[chosen], (2.0, 2.0)
     mine = _tokens(line)
     if not mine:
         return None, (0.0, 0.0)

@@ -36,12 +36,13 @@ def write_with_origins(out: TextIO, text: str, origins: Origins, owners: list[Pa
     """Each line with its origin (and the pass that made it) in columns before it."""
     lines = split_lines(text)
     width = max((len(origin_text(o)) for o in origins), default=0)
+    made_by = [f"{o.seq:>4} {o.name}" if o is not None else "   - (input)" for o in owners] if owners is not None else []
+    made_width = max((len(m) for m in made_by), default=0)  # pass names whole: tl.MergeSharedMemoryAllocations
     for i, line in enumerate(lines):
         origin = origins[i] if i < len(origins) else None
         if owners is not None:
-            owner = owners[i] if i < len(owners) else None
-            made = f"{owner.seq:>4} {owner.name}" if owner is not None else "   - (input)"
-            out.write(f"{made[:34]:<34} {origin_text(origin, width)} | {line}\n")
+            made = made_by[i] if i < len(made_by) else "   - (input)"
+            out.write(f"{made:<{made_width}} {origin_text(origin, width)} | {line}\n")
         else:
             out.write(f"{origin_text(origin, width)} | {line}\n")
 
@@ -52,7 +53,8 @@ Found = list[tuple[int, str]]  # (1-based line, text)
 def write_where(out: TextIO, kernel: KernelTrace, file: str, line: int, final: Found, sources: list[tuple[str, Found]], events: list[LineEvent]) -> None:
     where = f"{os.path.basename(file)}:{line}"
     out.write(f"{where} in kernel {kernel.kernel_id} ({kernel.name}):\n")
-    out.write(f"  final TIR: {plural(len(final), 'line')}\n")
+    label = "the IR the failed pass received" if kernel.failed_count else "final TIR"  # a failed compile has no final TIR
+    out.write(f"  {label}: {plural(len(final), 'line')}\n")
     for number, text in final:
         out.write(f"    {number:>5} | {text.strip()}\n")
     for role, found in sources:
@@ -72,7 +74,8 @@ def where_json(kernel: KernelTrace, file: str, line: int, final: Found, sources:
         "name": kernel.name,
         "file": file,
         "line": line,
-        "final_tir": [{"line": n, "text": t} for n, t in final],
+        "final_tir": [{"line": n, "text": t} for n, t in final],  # of a failed compile: the IR the failed pass received
+        "failed": bool(kernel.failed_count),
         "sources": [{"role": role, "lines": [{"line": n, "text": t} for n, t in found]} for role, found in sources],
         "passes": [
             {"seq": e.by.seq if e.by else None, "name": e.by.name if e.by else "", "what": e.kind, "before": e.before, "after": e.after} for e in events

@@ -31,6 +31,7 @@ def marked_trace(tmp_path_factory):
         with Target(SM90) as target:
             tilelang.lower(marked_kernels.gemm_ws(), target=target)
             tilelang.lower(marked_kernels.flash_attention(), target=target)
+            tilelang.lower(marked_kernels.thread_allreduce(), target=target)
         tilelang.lower(marked_kernels.saxpy_c(), target="c")
         with Target(SM90) as target, pytest.raises(Exception, match="frag"):
             tilelang.lower(marked_kernels.transposed_fragment_marked(), target=target)
@@ -64,7 +65,10 @@ def test_gemm_every_generated_line_names_its_python_line(marked_trace):
     assert set(lines_with(lines, r"for \(int k(_1)? = 0")) == {MARKS["pipelined"]}  # producer's and consumer's loop
     assert set(lines_with(lines, r"\*\(uint1\*\)\(C \+")) == {MARKS["epilogue"]}
     assert set(lines_with(lines, r"make_float4\(broadcast_var")) == {MARKS["clear"]}
-    assert set(lines_with(lines, r"float C_local\[")) == {MARKS["alloc_c"]}  # an allocation: a block's field, no span of its own
+    assert set(lines_with(lines, r"float C_local\[")) == {MARKS["alloc_c"]}
+    # The loop over the B tile's two TMA boxes, which the copy's lowering makes: the copy's line.
+    box_loop = next(i for i, (text, _) in enumerate(lines) if "tl::tma_load(B_desc" in text) - 1
+    assert re.search(r"for \(int i = 0; i < 2;", lines[box_loop][0]) and lines[box_loop][1] == MARKS["copy_b"]  # an allocation: a block's field, no span of its own
 
 
 def test_flash_attention_copies_and_gemms(marked_trace):
@@ -80,6 +84,15 @@ def test_flash_attention_copies_and_gemms(marked_trace):
     assert set(lines_with(lines, r"AllReduce<tl::SumOp")) == {MARKS["fa_reduce_sum"]}
     assert set(lines_with(lines, r"for \(int k(_1)? = 0")) == {MARKS["fa_pipelined"]}
     assert set(lines_with(lines, r"\*\(uint1\*\)\(Output \+")) == {MARKS["fa_epilogue"]}
+
+
+def test_a_hand_written_warp_reduction(marked_trace):
+    """tl.LowerThreadAllreduce lowers T.tvm_thread_allreduce in its reduce_scope AttrStmt (which
+    has the span) to shuffles: every one of them is the T.attr line's."""
+    lines = blamed(marked_trace, "thread_allreduce")
+    assert set(lines_with(lines, r"__shfl_(down_)?sync|red_buf0\[0\] = \(red_buf0|__activemask")) == {MARKS["ar_reduce_scope"]}
+    assert set(lines_with(lines, r"acc\[0\] = \(acc\[0\] \+ A")) == {MARKS["ar_accumulate"]}
+    assert set(lines_with(lines, r"C\[0\] = red_buf0")) == {MARKS["ar_store"]}
 
 
 def test_cpu_kernel(marked_trace):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lower_trace.analysis.origins import KernelOrigins, Origin, kernel_origins
+from lower_trace.analysis.origins import KernelOrigins, Origin, kernel_origins, parse_spans
 from lower_trace.analysis.text_diff import split_lines
 from lower_trace.model import KernelTrace, source_key, spans_key
 
@@ -24,7 +24,7 @@ def origins_payload(kernel: KernelTrace, text_of: Callable[[str], str], digests:
         except LookupError:  # a text_of that knows snapshots only
             return ""
 
-    if not any(spans_of(digest) for digest in digests):
+    if not any(parse_spans(spans_of(digest)) for digest in digests):  # stops at the first that has spans
         return None  # nothing to work out: no diff is run
     result = kernel_origins(kernel, lambda digest: text_of(digest) or "", spans_of)
     if not result.has_spans:
