@@ -65,10 +65,10 @@ def test_gemm_every_generated_line_names_its_python_line(marked_trace):
     assert set(lines_with(lines, r"for \(int k(_1)? = 0")) == {MARKS["pipelined"]}  # producer's and consumer's loop
     assert set(lines_with(lines, r"\*\(uint1\*\)\(C \+")) == {MARKS["epilogue"]}
     assert set(lines_with(lines, r"make_float4\(broadcast_var")) == {MARKS["clear"]}
-    assert set(lines_with(lines, r"float C_local\[")) == {MARKS["alloc_c"]}
+    assert set(lines_with(lines, r"float C_local\[")) == {MARKS["alloc_c"]}  # an allocation: a block's field, no span of its own
     # The loop over the B tile's two TMA boxes, which the copy's lowering makes: the copy's line.
     box_loop = next(i for i, (text, _) in enumerate(lines) if "tl::tma_load(B_desc" in text) - 1
-    assert re.search(r"for \(int i = 0; i < 2;", lines[box_loop][0]) and lines[box_loop][1] == MARKS["copy_b"]  # an allocation: a block's field, no span of its own
+    assert re.search(r"for \(int i = 0; i < 2;", lines[box_loop][0]) and lines[box_loop][1] == MARKS["copy_b"]
 
 
 def test_flash_attention_copies_and_gemms(marked_trace):
