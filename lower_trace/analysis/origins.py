@@ -428,7 +428,7 @@ def carried(
     if not depths:
         depths.extend(_depths(new))
     for j in range(len(new)):
-        if not _HEADER.match(new[j]):
+        if not new[j].endswith(":") or not _HEADER.match(new[j]):  # endswith first: this runs on every line
             continue
         own = origins[j]
         wrong_span = own is not None and own.how == "span" and _not_a_header(own, source_of)
