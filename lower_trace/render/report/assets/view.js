@@ -149,6 +149,7 @@ const LTView = (() => {
   /** @param {HTMLElement} main @param {LTKernel|null} kernel @param {LTRow|null|undefined} step */
   function renderDetail(main, kernel, step) {
     main.replaceChildren();
+    main.style.scrollPaddingTop = "";  // set again below the sticky source pane, when there is one
     const snap = kernel ? kernel.snap : () => "";
     if (!kernel) {
       main.appendChild(el("p", "hint", "No kernel was traced in this run."));
@@ -180,7 +181,11 @@ const LTView = (() => {
     if (rerun) main.appendChild(rerun);
     // The user's source sits between what went wrong and the IR it points into.
     const pane = LTOrigins.sourcePane(kernel, (seq) => handlers.select && handlers.select(seq), failing);
-    if (pane) main.appendChild(pane);
+    if (pane) {
+      main.appendChild(pane);
+      // What is scrolled into view ("see the picture below", a pinned line) lands below the pane, not under it.
+      requestAnimationFrame(() => { main.style.scrollPaddingTop = `${pane.offsetHeight + 12}px`; });
+    }
     if (isCodegen(step)) {
       if (step.edit_status) main.appendChild(editNote(step));
       const panes = el("div", "panes");
