@@ -160,6 +160,13 @@ def _show_with_origins(trace: Trace, kernel: Any, step: Any, text: str, as_json:
         origins = entry.origins if entry is not None else []
     else:
         origins = result.of_text(text)
+        if text not in result.texts:
+            # Passes an enclosing pass runs on a helper module of its own (tl.LowerTileOp's _gemm_ssr)
+            # are not on the kernel's history, whose changes the origins follow.
+            sys.stderr.write(
+                f"lower-trace: the IR after #{step.seq} {step.name} is not on kernel {kernel.kernel_id}'s history"
+                " (a helper module an enclosing pass ran it on): its lines have no origins\n"
+            )
     if as_json:
         print_json({"kernel": kernel.kernel_id, "step": step.seq, "lines": origins_view.lines_json(text, origins)})
     else:

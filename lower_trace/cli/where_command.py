@@ -66,6 +66,9 @@ def cmd_where(args: argparse.Namespace) -> int:
     if len(named) > 1:
         raise UsageError(f"{wanted} names {len(named)} traced files ({', '.join(named)}); give more of the path")
     file = named[0]
+    source = trace.source_text(file)
+    if source is not None and line > len(source.splitlines()):
+        raise UsageError(f"{file} had {len(source.splitlines())} lines when kernel {kernel.kernel_id} was traced; line {line} is past its end")
     final_text = result.final_text()
     final = lines_from(final_text, result.of_text(final_text), file, line)
     sources = []

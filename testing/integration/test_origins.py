@@ -166,6 +166,10 @@ def test_where_lists_lines_and_passes(marked_trace):
     assert unused.returncode == 1
     bad = lower_trace_cli("where", marked_trace.path, "-k", "gemm_ws", "nowhere.py:3")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "comes from" in bad.stderr
+    with open(HERE, encoding="utf-8") as source:
+        length = len(source.read().splitlines())
+    past = lower_trace_cli("where", marked_trace.path, "-k", "gemm_ws", f"marked_kernels.py:{length + 1}")
+    assert past.returncode == 2 and f"had {length} lines" in past.stderr and len(past.stderr.strip().splitlines()) == 1
 
 
 def test_show_origins_column_and_the_stored_source(marked_trace):
