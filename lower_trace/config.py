@@ -25,6 +25,8 @@ ENV_DIR = "TL_LOWER_TRACE_DIR"
 ENV_FILTER = "TL_LOWER_TRACE_FILTER"
 ENV_REPLAY = "TL_LOWER_TRACE_REPLAY"
 ENV_BISECT = "TL_LOWER_TRACE_BISECT"  # set by lower-trace bisect in the processes it runs
+ENV_DEVICE = "TL_LOWER_TRACE_DEVICE"  # the device stage where TileLang compiles: on (default), sass, off
+DEVICE_MODES = ("on", "sass", "off")
 DEFAULT_TRACE_DIR = os.path.join(".", "tmp", "lower_trace_dir")
 
 MODES = ("terminal", "html", "both")
@@ -137,6 +139,10 @@ class Config:
     replay: bool = False
     replay_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_REPLAY: said once
     bisect: BisectPlan | None = None  # which passes to run (lower-trace bisect's children only)
+    # Where TileLang runs nvcc: "on" records PTX, binary and ptxas' resources; "sass" disassembles
+    # at once too (nvdisasm: 0.3 s a kernel; else `lower-trace device` does it); "off" records nothing.
+    device: str = "on"
+    device_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_DEVICE: said once
     script: str = ""  # the script folder's name; "" = the running script's (the pytest plugin names a test's)
     title: str = ""  # what the run is called in the report and the CLI ("": the script folder's name)
     # enable(codegen_output=...): "" = working copies in edits/ (the default), None = no working copies,
@@ -180,6 +186,7 @@ def config_from_env(environ: Mapping[str, str] | None = None, origin: str = "env
     raw_dir = env.get(ENV_DIR, "").strip()
     live_filter, filter_error = _filter_from(env)
     replay, replay_error = _replay_from(env)
+    device, device_error = _device_from(env)
     return Config(
         mode=mode,
         trace_dir=raw_dir or DEFAULT_TRACE_DIR,
@@ -188,10 +195,24 @@ def config_from_env(environ: Mapping[str, str] | None = None, origin: str = "env
         replay=replay,
         replay_error=replay_error,
         bisect=bisect_plan(env.get(ENV_BISECT)),
+        device=device,
+        device_error=device_error,
         filter_error=filter_error,
         origin=origin,
         dir_origin=dir_origin,
     )
+
+
+def _device_from(env: Mapping[str, str]) -> tuple[str, str]:
+    """TL_LOWER_TRACE_DEVICE: on (unset), sass, off (0/off/false/no); a bad value: said once, on."""
+    raw = env.get(ENV_DEVICE, "").strip().lower()
+    if raw in ("", *_TRUTHY):
+        return "on", ""
+    if raw in _FALSY:
+        return "off", ""
+    if raw in DEVICE_MODES:
+        return raw, ""
+    return "on", f"{ENV_DEVICE}={raw!r} is not understood (use on, sass or off); the device stage is recorded as with on"
 
 
 def _filter_from(env: Mapping[str, str]) -> tuple[LiveFilter, str]:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from lower_trace.device_model import DeviceRecord
 from lower_trace.text_safety import short_path
 
 
@@ -318,6 +319,12 @@ class KernelTrace:
     codegen: tuple[CodegenRecord, ...] = ()
     error: ErrorInfo | None = None
     stack: tuple[tuple[str, int, str], ...] = ()  # as KernelStart.stack
+    device: tuple[DeviceRecord, ...] = ()  # device compiles of its generated source, oldest first
+
+    @property
+    def device_stage(self) -> DeviceRecord | None:
+        """The device compile to show: the newest one, as the latest `lower-trace device` left it."""
+        return self.device[-1] if self.device else None
 
     @property
     def steps(self) -> list[PassRecord | CodegenRecord]:

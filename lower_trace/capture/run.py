@@ -93,6 +93,8 @@ class TraceRun:
             self.messages.say(config.filter_error, once="filter")
         if config.replay_error:
             self.messages.say(config.replay_error, once="replay")
+        if config.device_error:
+            self.messages.say(config.device_error, once="device-setting")
 
     @property
     def report_path(self) -> str:

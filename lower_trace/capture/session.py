@@ -23,6 +23,7 @@ from lower_trace.capture.passes import OpenPass, PassLog
 from lower_trace.capture.sink import TraceSink
 from lower_trace.capture.snapshots import Snapshots
 from lower_trace.capture.worker import SnapshotRef
+from lower_trace.device_model import DeviceRecord
 from lower_trace.model import CodegenRecord, EditOutcome, ErrorInfo, KernelStatus, KernelTrace, PassBuild, PassStatus, ReproSpec, source_key
 from lower_trace.store.layout import digest_of
 from lower_trace.text_safety import line_directive
@@ -38,6 +39,7 @@ class ActiveCodegen:
     role: str
     language: str
     edit: tuple[EditOutcome, str] | None = None  # (outcome, the fresh codegen)
+    seq: int = 0  # the codegen record's: a device compile inside this call belongs to it
 
 
 # Set while a codegen call runs, so a post-processing callback knows whose source it sees.
@@ -77,6 +79,7 @@ class CompileSession:
         self._ordinal = 0  # the gate's number for the pass about to start (lower-trace bisect)
         self._finished = False
         self.codegen_steps: list[CodegenRecord] = []  # filled by the worker
+        self.device_steps: list[DeviceRecord] = []  # likewise (integrations/nvcc/tilelang_device.py)
         self.stack: tuple[tuple[str, int, str], ...] = ()  # the user's frames that started the compile
 
     def _next_seq(self) -> int:
@@ -265,7 +268,7 @@ class CompileSession:
             return call()
         if target_text and (role == "device" or not self.target):
             self.target = target_text  # the device's target; a host-only build's own
-        active = ActiveCodegen(self, role, language)
+        active = ActiveCodegen(self, role, language, seq=seq)
         token = current_codegen.set(active)
         started = time.perf_counter()
         try:
@@ -406,11 +409,12 @@ class CompileSession:
             codegen=tuple(self.codegen_steps),
             error=failure,
             stack=self.stack,
+            device=tuple(self.device_steps),
         )
         self._store_sources()
         # Release everything the compile held: texts, records, module references.
         texts = self.snapshots.hand_over()
-        self.codegen_steps, self._interrupted = [], []
+        self.codegen_steps, self.device_steps, self._interrupted = [], [], []
         self.run.kernel_finished(kernel, texts)
 
     def _store_sources(self) -> None:

@@ -20,7 +20,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
     one ran, the generated sources. Exit status 0 when identical (or, with --up-to-renaming, the
     same up to renaming), 1 when they differ."""
     from lower_trace.analysis.compare import Side, compare
+    from lower_trace.analysis.device.summary import device_differences, summarize
     from lower_trace.render.compare_view import as_json, render, write_pairs
+    from lower_trace.render.device_view import device_differences_json, write_device_differences
 
     for pattern in args.ignore:
         regex(pattern, "--ignore")
@@ -41,7 +43,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         (ka, kb, compare(Side(ka, trace_a.snapshot), Side(kb, trace_b.snapshot), ignore=args.ignore, up_to_renaming=args.up_to_renaming))
         for ka, kb in pairs
     ]
-    differ = any(not result.equivalent for _, _, result in results)
+    device = [device_differences(summarize(ka, trace_a.read_snapshot), summarize(kb, trace_b.read_snapshot)) for ka, kb, _ in results]
+    differ = any(not result.equivalent for _, _, result in results) or any(device)
     pages: list[str] = []
     if args.html:
         from lower_trace.render.report.compare_page import write_compare_page
@@ -53,11 +56,15 @@ def cmd_diff(args: argparse.Namespace) -> int:
             raise UsageError(f"--html {args.html}: cannot write the page ({exc.strerror or exc})") from None
     try:
         if args.json:
-            found = [as_json(result, (trace_a.path, ka), (trace_b.path, kb)) for ka, kb, result in results]
+            found = [
+                {**as_json(result, (trace_a.path, ka), (trace_b.path, kb)), "device": device_differences_json(changes)}
+                for (ka, kb, result), changes in zip(results, device, strict=True)
+            ]
             print_json(found if len(found) != 1 else found[0])
         else:
-            for ka, kb, result in results:
+            for (ka, kb, result), changes in zip(results, device, strict=True):
                 render(sys.stdout, result, (trace_a.path, ka), (trace_b.path, kb), color=color, context=args.context)
+                write_device_differences(sys.stdout, changes)
         sys.stdout.flush()
     except BrokenPipeError:  # `| head`: the answer still is the exit status
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

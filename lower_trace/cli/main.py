@@ -9,7 +9,7 @@ import warnings
 from typing import NoReturn
 
 from lower_trace import __version__
-from lower_trace.cli import answers, bisect_command, edits, rerun, run_script, traces, where_command
+from lower_trace.cli import answers, bisect_command, device_command, edits, rerun, run_script, traces, where_command
 from lower_trace.cli.selection import UsageError
 from lower_trace.store.layout import TraceNotFound
 from lower_trace.store.reader import TraceDamaged
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     edits.add_parser(sub)
     answers.add_parsers(sub)
     where_command.add_parser(sub)
+    device_command.add_parser(sub)
     rerun.add_parsers(sub)
     bisect_command.add_parser(sub)
     return parser

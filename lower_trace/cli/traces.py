@@ -7,9 +7,11 @@ import os
 import sys
 from typing import Any
 
+from lower_trace.cli import device_command
 from lower_trace.cli.options import add_color, add_context, add_kernel, add_trace, color_wanted_by, print_json
 from lower_trace.cli.selection import UsageError, kernels_of, no_pass, select_steps, step_name
 from lower_trace.model import CodegenRecord, KernelTrace, Trace, kernel_list
+from lower_trace.render.device_view import SORT_KEYS
 from lower_trace.store.layout import TraceNotFound, list_runs
 from lower_trace.store.reader import load_trace
 
@@ -24,8 +26,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         if args.changed or args.no_diff or args.no_source:
             raise UsageError("--timing shows every step's time; --changed, --no-diff and --no-source do not apply to it")
         return show_timing(trace, kernels, args.json)
+    if args.device or args.sass or args.ptx:
+        return device_command.show_device(trace, kernels, args)
     if args.origins and args.ir is None:
-        raise UsageError("--origins goes with --ir PASS: the IR after PASS, each line with the line of your program it comes from")
+        raise UsageError("--origins goes with --ir PASS, --sass or --ptx: each line with the line of your program it comes from")
     renderer = TerminalRenderer(sys.stdout, color=color_wanted_by(args), context=args.context)
     renderer.trace_path = trace.path
     if args.ir is not None:
@@ -91,6 +95,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             listing.write_runs(sys.stdout, loaded)
         return 0
     trace = load_trace(args.trace)
+    if args.device:
+        return device_command.list_device(trace, args)
     if args.json:
         print_json(json_view.listing(trace, args.passes))
     else:
@@ -182,7 +188,10 @@ def add_parsers(sub: Any) -> None:
     which.add_argument("-p", "--pass", dest="pass_", metavar="PASS", help="only this pass (sequence number or name)")
     which.add_argument("--ir", metavar="PASS", help="print the IR after PASS (the IR it received, if it failed; the source, for codegen)")
     which.add_argument("--timing", action="store_true", help="ms, self ms and IR lines per step (one kernel); the slowest steps over the run (several)")
-    show.add_argument("--origins", action="store_true", help="with --ir: each line with the line of your program it comes from")
+    which.add_argument("--device", action="store_true", help="registers, spills, stack, shared memory, barriers, occupancy, instruction counts")
+    which.add_argument("--sass", action="store_true", help="the SASS, each instruction with its CUDA line (one kernel)")
+    which.add_argument("--ptx", action="store_true", help="the PTX, each instruction with its CUDA line (one kernel)")
+    show.add_argument("--origins", action="store_true", help="with --ir, --sass or --ptx: each line with the line of your program it comes from")
     show.add_argument("--changed", action="store_true", help="hide passes that changed nothing")
     show.add_argument("--no-diff", action="store_true", help="the pass table only (no diffs, no generated source)")
     show.add_argument("--no-source", action="store_true", help="do not print generated source")
@@ -195,6 +204,8 @@ def add_parsers(sub: Any) -> None:
     add_trace(lst)
     lst.add_argument("--passes", action="store_true", help="one line per pass too")
     lst.add_argument("--runs", action="store_true", help="every run under the folder, oldest first")
+    lst.add_argument("--device", action="store_true", help="one row per kernel: registers, spills, shared memory, occupancy")
+    lst.add_argument("--sort", choices=SORT_KEYS, default="kernel", help="with --device: the order of the rows (most first)")
     lst.add_argument("--json", action="store_true", help="the same as JSON (docs/trace-format.md)")
     lst.set_defaults(func=cmd_list)
 

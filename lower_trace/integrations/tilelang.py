@@ -2,7 +2,8 @@
 
 TileLang opens one instrumentation session per logical compile (``lower``,
 ``compile``, ``@jit``) and asks every registered tool for a PassInstrument, a
-codegen wrapper and a ``finish`` call. We register one tool; no global patching.
+codegen wrapper and a ``finish`` call. We register one tool; the one patch is TileLang's nvcc
+call (nvcc/tilelang_device.py: the instrumentation has no device-compile event).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from tilelang import instrumentation as tl_instr
 
 from lower_trace.capture.session import CompileSession
 from lower_trace.capture.sink import GetRun, TraceSink
+from lower_trace.integrations.nvcc.tilelang_device import DeviceCapture
 from lower_trace.integrations.tilelang_common import (
     LIBRARY_DIRS,
     PHASE_OF_FUNCTION,
@@ -95,6 +97,7 @@ class TileLangIntegration:
         self._get_run = get_run
         self._cache_was_enabled = False
         self._hooks = SourceHooks()
+        self._device = DeviceCapture(get_run)
 
     def install(self) -> None:
         run = self._get_run()
@@ -104,10 +107,12 @@ class TileLangIntegration:
         keep_builtin_tracer_off(run)
         tl_instr.register_pass_instrumentation_tool(TOOL_NAME, lambda: _Tool(self._get_run() or run))
         self._hooks.install()
+        self._device.install()
         self._cache_was_enabled = bypass_kernel_cache(run)
 
     def uninstall(self) -> None:
         tl_instr.unregister_pass_instrumentation_tool(TOOL_NAME)
         self._hooks.uninstall()
+        self._device.uninstall()
         restore_kernel_cache(self._cache_was_enabled)
         self._cache_was_enabled = False

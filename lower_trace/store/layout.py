@@ -14,7 +14,8 @@ Layout (this module owns every name in it)::
             report.html       # the run's report (render/)
 
 ``trace.jsonl`` record types: ``run`` (first line), ``kernel``, ``pass``, ``pass_start``
-(replay), ``pass_open``, ``codegen``, ``kernel_end``, ``note`` (shapes: model.py). Records name snapshots by digest (20 hex
+(replay), ``pass_open``, ``codegen``, ``device`` (device_model.py), ``kernel_end``, ``note``
+(shapes: model.py). Records name snapshots by digest (20 hex
 digits of BLAKE2b of the text). Both files are only ever appended to and every
 line is flushed when written, so a process killed half-way leaves a trace that
 loads (a torn last line is skipped). JSON is written ASCII-only, so any text
@@ -24,7 +25,8 @@ snapshot: appends are cheap, a 100-kernel run is two files, not thousands.
 Format history (bump FORMAT_VERSION and add a line for every change; the loader
 keeps reading every older version, see testing/fixtures):
     1 -- first version. (pass_open records came later, without a bump: a reader that does not
-         know a record type skips it, and such a trace loads as it did before.)
+         know a record type skips it, and such a trace loads as it did before. So did ``device``
+         records, which `lower-trace device` may append to a finished run, after its other lines.)
     2 -- snapshots.jsonl holds its texts compressed: each line one piece of the file's one deflate
          stream ("deflate"), 8x smaller than format 1's "text" lines. Bumped because a format-1
          reader would misread such a trace: it takes a pack line without "text" for a damaged

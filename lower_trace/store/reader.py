@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import warnings
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import fields, replace
 from typing import Any
 
+from lower_trace.device_model import device_from_json
 from lower_trace.model import (
     CRASHED,
     CRASHED_NESTED,
@@ -163,7 +165,7 @@ def _add_record(kernels: dict[str, dict[str, Any]], notes: list[str], record: di
     if kind == "note":
         notes.append(str(record.get("text", "")))
         return
-    if kind not in ("kernel", "pass", "pass_start", "pass_open", "codegen", "kernel_end"):
+    if kind not in ("kernel", "pass", "pass_start", "pass_open", "codegen", "device", "kernel_end"):
         return  # a record type a newer writer added: nothing this reader knows
     entry = kernels.get(kernel_id) or {"kernel_id": kernel_id, "name": kernel_id, "passes": [], "codegen": []}
     if kind == "kernel":
@@ -178,6 +180,8 @@ def _add_record(kernels: dict[str, dict[str, Any]], notes: list[str], record: di
         entry.setdefault("opened", []).append((_checked(pass_from_json({**record, "status": "incomplete"})), kind == "pass_open"))
     elif kind == "codegen":
         entry["codegen"].append(_checked(codegen_from_json(record)))
+    elif kind == "device":
+        entry["device"] = (*entry.get("device", ()), device_from_json(record))
     else:
         entry["status"] = KernelStatus(record.get("status", "ok"))
         entry["ms"] = float(record.get("ms", 0.0))
@@ -218,10 +222,13 @@ class _SnapshotPack:
         self.read = read
         self.decode = decode
         self._texts: dict[str, str] | None = None
+        self._lock = threading.Lock()  # views read from several threads (lower-trace device's pool)
 
     def get(self, digest: str) -> str:
         if self._texts is None:
-            self._texts = self._load()
+            with self._lock:  # one load: the stream decoder must see the lines once, in order
+                if self._texts is None:
+                    self._texts = self._load()
         found = self._texts.get(digest, "")
         try:
             return self.decode(found) if found else ""

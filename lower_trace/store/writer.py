@@ -38,9 +38,10 @@ class TraceWriter:
     decides how loud to be (see capture.run).
     """
 
-    def __init__(self, run_dir: str, run: RunInfo) -> None:
+    def __init__(self, run_dir: str, run: RunInfo, existing: bool = False) -> None:
         self.run_dir = run_dir
         self.run = run
+        self._header = not existing  # existing: appending to a run that has its header (lower-trace device)
         self._lock = threading.Lock()
         self._manifest: Any = None
         self._snapshots: Any = None
@@ -56,9 +57,10 @@ class TraceWriter:
             self._snapshots = open(os.path.join(self.run_dir, SNAPSHOTS), "a", encoding="ascii")  # noqa: SIM115  (open for the run; close() closes it)
             self._packer = SnapshotPacker(os.getpid())  # a new stream in a file (re)opened
             manifest = open(os.path.join(self.run_dir, MANIFEST), "a", encoding="ascii")  # noqa: SIM115  (likewise)
-            header = {"type": "run", "format": FORMAT_VERSION, **to_json(self.run)}
-            manifest.write(json.dumps(header) + "\n")
-            manifest.flush()
+            if self._header:
+                header = {"type": "run", "format": FORMAT_VERSION, **to_json(self.run)}
+                manifest.write(json.dumps(header) + "\n")
+                manifest.flush()
             self._manifest = manifest
             _OPEN.add(self)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from lower_trace.analysis.device.summary import cuda_lines
 from lower_trace.analysis.origins import KernelOrigins, Origin, kernel_origins, parse_spans
 from lower_trace.analysis.text_diff import split_lines
 from lower_trace.model import KernelTrace, source_key, spans_key
@@ -69,6 +70,14 @@ def origins_payload(kernel: KernelTrace, text_of: Callable[[str], str], digests:
         entry = result.sources.get(step.seq)
         if entry is not None and step.source:
             lines[step.source] = [number(o) for o in entry.origins]
+    record = kernel.device_stage
+    entry = result.sources.get(record.seq) if record is not None else None
+    if record is not None and entry is not None and record.source in lines:  # the generated source was compiled
+        source_lines = lines[record.source]
+        for which in ("ptx", "sass"):
+            digest = getattr(record, which)
+            if digest:
+                lines[digest] = [source_lines[n - 1] if 0 < n <= len(source_lines) else -1 for n in cuda_lines(text_of, record, which)]
     history = _histories(result, place_of)
     sources = {}
     for file in files:

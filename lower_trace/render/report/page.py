@@ -17,12 +17,15 @@ import re
 import urllib.parse
 from functools import lru_cache
 from importlib import resources
+from collections.abc import Callable
 from typing import Any
 
 from lower_trace.analysis.configs import typed_configs
+from lower_trace.analysis.device.summary import cuda_lines
 from lower_trace.analysis.timing import BETWEEN, StepTime, kernel_totals
+from lower_trace.device_model import DeviceSummary
 from lower_trace.model import CodegenRecord, EditStatus, KernelState, KernelTrace, RunInfo, to_json
-from lower_trace.render import terminal
+from lower_trace.render import device_view, terminal
 
 # What the page's JS is made of, in the order it runs (each its own script element).
 SCRIPTS = (
@@ -135,6 +138,10 @@ def snapshot_digests(kernel: KernelTrace) -> list[str]:
         for digest in names:
             if digest:
                 seen[digest] = None
+    record = kernel.device_stage
+    for digest in (record.source, record.ptx, record.sass) if record is not None else ():
+        if digest:
+            seen[digest] = None
     return list(seen)
 
 
@@ -154,7 +161,7 @@ def kernel_steps(times: list[StepTime]) -> list[dict[str, Any]]:
 SUMMARY_MESSAGE = 300  # characters of a compile error's message kept in the index summary
 
 
-def kernel_summary(kernel: KernelTrace, block: int, refs: list[int], times: list[StepTime]) -> dict[str, Any]:
+def kernel_summary(kernel: KernelTrace, block: int, refs: list[int], times: list[StepTime], device: DeviceSummary | None = None) -> dict[str, Any]:
     """What the index shows of a kernel, read for every kernel when the page opens: kept small."""
     error = None
     if kernel.error is not None:
@@ -180,6 +187,41 @@ def kernel_summary(kernel: KernelTrace, block: int, refs: list[int], times: list
         "block": block,
         "refs": refs,
         "stack": [list(frame) for frame in kernel.stack],  # the user's frames that started the compile
+        "device": device_index(device),
+    }
+
+
+def device_index(summary: DeviceSummary | None) -> dict[str, Any] | None:
+    """The index's device columns: registers, spills, shared memory, occupancy (None: no device stage)."""
+    if summary is None or summary.resources is None:
+        return None
+    resources, launch, occupied = summary.resources, summary.launch, summary.occupancy
+    return {
+        "registers": resources.registers,
+        "spill_stores": resources.spill_stores,
+        "spill_loads": resources.spill_loads,
+        "shared": resources.shared_static + (launch.dynamic_shared if launch else 0),
+        "occupancy": device_view.occupancy_text(summary),
+        "warps": occupied.warps_per_sm if occupied else None,
+    }
+
+
+def device_payload(summary: DeviceSummary, text_of: Callable[[str], str]) -> dict[str, Any]:
+    """What the device stage's view shows: its line, the listings and each line's CUDA line."""
+    record = summary.record
+    return {
+        "seq": record.seq,
+        "arch": record.arch,
+        "how": record.how,
+        "edited": record.edited,
+        "command": " ".join(record.command),
+        "line": device_view.resources_line(summary),
+        "counts": [list(item) for item in summary.counts],
+        "source": record.source,
+        "ptx": record.ptx,
+        "sass": record.sass,
+        "cuda": {which: cuda_lines(text_of, record, which) for which in ("ptx", "sass") if getattr(record, which)},
+        "error": record.error,
     }
 
 

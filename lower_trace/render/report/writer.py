@@ -25,11 +25,12 @@ import os
 import threading
 from collections.abc import Callable
 
+from lower_trace.analysis.device.summary import summarize
 from lower_trace.analysis.timing import kernel_timing
 from lower_trace.model import KernelTrace, RunInfo, to_json
 from lower_trace.render.report.origins_data import origins_payload
 from lower_trace.render.report.page import block as data_block
-from lower_trace.render.report.page import json_for_script, kernel_steps, kernel_summary, page_head, pointer_page, snapshot_digests
+from lower_trace.render.report.page import device_payload, json_for_script, kernel_steps, kernel_summary, page_head, pointer_page, snapshot_digests
 from lower_trace.store.files import write_atomically
 
 
@@ -93,10 +94,13 @@ class ReportWriter:
                     refs.add(holder)
             times = kernel_timing(kernel)  # once, for the steps and the summary's totals
             payload = {"steps": kernel_steps(times), "snapshots": new, "error": to_json(kernel.error) if kernel.error else None}
+            device = summarize(kernel, lambda digest: text_of(digest) or "")
+            if device is not None:
+                payload["device"] = device_payload(device, lambda digest: text_of(digest) or "")
             origins = origins_payload(kernel, text_of, snapshot_digests(kernel))
             if origins is not None:
                 payload["origins"] = origins
-            summary = kernel_summary(kernel, block, sorted(refs), times)
+            summary = kernel_summary(kernel, block, sorted(refs), times, device)
             chunk = (
                 data_block(pack(payload), "application/octet-stream", "lt-payload", f"lt-p{block}")
                 + data_block(json_for_script(summary), "application/json", "lt-kernel")

@@ -82,7 +82,7 @@ const LTBlocks = (() => {
       for (const source of sources) if (has.call(source, digest)) return source[digest];
       return "";
     };
-    const kernel = { ...summary, steps: parts[0].steps, error: parts[0].error || summary.error, snap, origins: parts[0].origins || null };
+    const kernel = { ...summary, steps: parts[0].steps, error: parts[0].error || summary.error, snap, origins: parts[0].origins || null, deviceStage: parts[0].device || null };
     opened.set(summary.id, kernel);
     while (opened.size > OPENED) opened.delete(opened.keys().next().value);
     return kernel;

@@ -18,6 +18,19 @@ const LTIndex = (() => {
     return keys;
   }
 
+  // Registers, spills, shared memory, occupancy: which variants of a sweep spill is one glance.
+  /** @param {LTDeviceIndex} device */
+  function deviceCells(device) {
+    const cells = el("span", "device-cells");
+    const spills = device.spill_stores + device.spill_loads;
+    cells.appendChild(el("span", "regs", `${device.registers} regs`));
+    cells.appendChild(el("span", spills ? "spills spilling" : "spills", spills ? `spills ${device.spill_stores}/${device.spill_loads} B` : "no spills"));
+    cells.appendChild(el("span", "muted smem", `${device.shared} B smem`));
+    cells.appendChild(el("span", "muted occupancy", device.warps === null ? "occupancy ?" : `${device.warps} warps/SM`));
+    cells.title = device.occupancy;
+    return cells;
+  }
+
   /** @param {LTKernelSummary} kernel @param {LTRules} rules */
   function buildRow(kernel, rules) {
     const row = el("button", `kernel-row ${kernel.status}`);
@@ -49,6 +62,7 @@ const LTIndex = (() => {
     }
     row.appendChild(counts);
     row.appendChild(el("span", "muted ms", `${Math.round(kernel.ms)} ms`));
+    if (kernel.device) row.appendChild(deviceCells(kernel.device));
     const badge = el("span", "badge");
     badge.hidden = true;
     row.appendChild(badge);

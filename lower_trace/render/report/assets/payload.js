@@ -81,6 +81,34 @@
  * @property {number} block  the number of its payload block (#lt-p<block>)
  * @property {number[]} refs  the earlier blocks that carry snapshots it names
  * @property {Array<[string, number, string]>} [stack]  the user's frames that started the compile, outermost first
+ * @property {LTDeviceIndex|null} [device]  the index's device columns (page.device_index)
+ */
+
+/**
+ * @typedef {Object} LTDeviceIndex
+ * @property {number} registers
+ * @property {number} spill_stores  bytes
+ * @property {number} spill_loads
+ * @property {number} shared  static + dynamic bytes
+ * @property {string} occupancy  as `lower-trace device` says it
+ * @property {number|null} warps  warps per SM (null: unknown)
+ */
+
+/**
+ * The device stage's view (page.device_payload): nvcc's compile of the generated source.
+ * @typedef {Object} LTDevice
+ * @property {number} seq  the codegen step whose source was compiled
+ * @property {string} arch
+ * @property {string} how  capture | on demand
+ * @property {boolean} edited
+ * @property {string} command
+ * @property {string} line  registers · spills · … · occupancy
+ * @property {Array<[string, number]>} counts  instructions by kind
+ * @property {string} source  digests of snapshots
+ * @property {string} ptx
+ * @property {string} sass
+ * @property {Object<string, number[]>} cuda  per line of "ptx" / "sass": its CUDA line (0: none)
+ * @property {string} error
  */
 
 /**
@@ -90,6 +118,7 @@
  * @property {Object<string, string>} snapshots  the texts no earlier block carried, by digest
  * @property {LTError|null} error
  * @property {LTOriginsData} [origins]  the source map (render/report/origins_data.py), absent without spans
+ * @property {LTDevice} [device]  the device stage, absent without one
  */
 
 /**
@@ -168,7 +197,7 @@
 
 /**
  * A kernel opened in the page: its summary with its steps, full error and snapshot texts (blocks.open).
- * @typedef {Omit<LTKernelSummary, "error" | "steps"> & {steps: LTStep[], error: LTError|null, snap: (digest: string) => string, origins?: LTOriginsData|null}} LTKernel
+ * @typedef {Omit<LTKernelSummary, "error" | "steps"> & {steps: LTStep[], error: LTError|null, snap: (digest: string) => string, origins?: LTOriginsData|null, deviceStage?: LTDevice|null}} LTKernel
  */
 
 /**

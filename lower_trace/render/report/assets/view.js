@@ -198,6 +198,8 @@ const LTView = (() => {
         main.appendChild(el("h3", "", "your edit against the generated source"));
         main.appendChild(diffView(kernel, { before: step.generated, after: step.source }, { noFullIR: true, names: ["generated", step.edit_path] }));
       }
+      const device = kernel.deviceStage;
+      if (device && device.seq === step.seq) main.appendChild(deviceSection(kernel, device));
     } else if (step.status === "changed") {
       const layouts = step.layouts && step.layouts.length ? LTLayout.section(step, Math.max(480, main.clientWidth - 40)) : null;
       if (layouts) {
@@ -217,6 +219,49 @@ const LTView = (() => {
     } else {
       main.appendChild(irView(snap(step.before), "the IR this pass received", null, { kernel, digest: step.before }));
     }
+  }
+
+  // nvcc's work on this source: ptxas' resources, then PTX and SASS, each line lit with the
+  // user's line its CUDA line comes from (the source map) and titled with that CUDA line.
+  /** @param {LTKernel} kernel @param {LTDevice} device */
+  function deviceSection(kernel, device) {
+    const box = el("section", "device-stage");
+    box.appendChild(el("h3", "", `device stage · ${device.arch} · ${device.how}${device.edited ? " (your edited working copy)" : ""}`));
+    box.appendChild(el("div", "device-line", device.line));
+    if (device.counts.length) box.appendChild(el("div", "meta", device.counts.map(([kind, count]) => `${kind} ${count}`).join(" · ")));
+    else if (!device.sass) box.appendChild(el("p", "hint", "SASS: run `lower-trace device` on this trace to disassemble it"));
+    if (device.error) box.appendChild(el("p", "hint", device.error));
+    box.appendChild(el("div", "meta mono", device.command));
+    const panes = el("div", "panes");
+    for (const which of /** @type {Array<"ptx"|"sass">} */ (["ptx", "sass"])) {
+      const digest = device[which];
+      if (!digest) continue;
+      const view = irView(kernel.snap(digest), which === "ptx" ? "PTX (nvcc)" : "SASS (nvdisasm -gi)", null, { kernel, digest });
+      view.classList.add(`device-${which}`);
+      const pre = view.querySelector("pre.ir");
+      if (pre && !pre.querySelector("span.ln")) pre.replaceWith(linedPre(kernel.snap(digest)));  // no source map: lines all the same
+      const cuda = device.cuda[which] || [];
+      view.querySelectorAll("pre.ir > span.ln").forEach((span, i) => {
+        const line = cuda[i];
+        if (!line) return;
+        const node = /** @type {HTMLElement} */ (span);
+        node.dataset.cu = String(line);
+        node.title = `CUDA line ${line}` + (node.title ? `\n${node.title}` : "");
+      });
+      panes.appendChild(view);
+    }
+    box.appendChild(panes);
+    return box;
+  }
+
+  /** @param {string} text */
+  function linedPre(text) {
+    const box = el("pre", "ir lined");
+    LTDiff.splitLines(text).forEach((line, i) => {
+      if (i) box.appendChild(document.createTextNode("\n"));
+      box.appendChild(el("span", "ln", line));
+    });
+    return box;
   }
 
   // How to make a failure happen again without the user's program (lower_trace/repro.py).

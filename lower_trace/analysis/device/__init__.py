@@ -1,0 +1,1 @@
+"""The device stage's analyses: resources, occupancy, PTX/SASS line records."""

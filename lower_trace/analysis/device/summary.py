@@ -1,0 +1,78 @@
+"""A kernel's device stage summed up: resources, launch shape, occupancy, instruction counts."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from lower_trace.analysis.device.launch import launch_shape
+from lower_trace.analysis.device.occupancy import occupancy
+from lower_trace.analysis.device.sass import ListingLine, kind_counts, opcode_counts, ptx_lines, sass_lines
+from lower_trace.device_model import DeviceRecord, DeviceSummary
+from lower_trace.model import KernelTrace, Trace
+
+
+def device_summary(trace: Trace, kernel: KernelTrace, record: DeviceRecord | None = None) -> DeviceSummary | None:
+    """The summary of the kernel's latest device compile (or `record`); None when it has none."""
+    return summarize(kernel, trace.read_snapshot, record)
+
+
+def summarize(kernel: KernelTrace, text_of: Callable[[str], str], record: DeviceRecord | None = None) -> DeviceSummary | None:
+    """device_summary over a snapshot reader (the report's writer has no Trace)."""
+    record = record or kernel.device_stage
+    if record is None:
+        return None
+    step = next((c for c in kernel.codegen if c.seq == record.seq), None)
+    launch = launch_shape(text_of(step.tir) or "") if step is not None and step.tir else None
+    resources = record.function()
+    occupied = None
+    if resources is not None and launch is not None:
+        occupied = occupancy(record.arch, launch.threads, resources.registers, resources.shared_static + launch.dynamic_shared)
+    counts: tuple[tuple[str, int], ...] = ()
+    if record.sass:
+        counts = tuple(kind_counts(opcode_counts(sass_lines(text_of(record.sass) or "", record.source_name))).items())
+    variant = kernel.working_copy or (f"block {launch.threads} grid {launch.blocks}" if launch else "")
+    return DeviceSummary(kernel.kernel_id, kernel.name, variant, record, resources, launch, occupied, counts)
+
+
+def listing(trace: Trace, record: DeviceRecord, which: str) -> list[ListingLine]:
+    """The record's SASS or PTX, line by line with the generated-source line each comes from."""
+    digest = record.sass if which == "sass" else record.ptx
+    text = trace.read_snapshot(digest) if digest else ""
+    return sass_lines(text, record.source_name) if which == "sass" else ptx_lines(text, record.source_name)
+
+
+def cuda_lines(text_of: Callable[[str], str], record: DeviceRecord, which: str) -> list[int]:
+    """Per line of the record's SASS or PTX, the generated-source line it comes from (0: none)."""
+    digest = record.sass if which == "sass" else record.ptx
+    text = (text_of(digest) or "") if digest else ""
+    lines = sass_lines(text, record.source_name) if which == "sass" else ptx_lines(text, record.source_name)
+    return [line.line for line in lines]
+
+
+def device_differences(a: DeviceSummary | None, b: DeviceSummary | None) -> list[tuple[str, str, str]]:
+    """What differs between two compiles' device stages: (what, A's, B's), in the views' order;
+    [] when both are alike or neither has one. Instruction counts are compared when both have SASS."""
+    if a is None and b is None:
+        return []
+    if a is None or b is None:
+        return [("device stage", "none" if a is None else a.record.arch, "none" if b is None else b.record.arch)]
+    out: list[tuple[str, str, str]] = []
+
+    def differ(name: str, left: object, right: object, unit: str = "") -> None:
+        if left != right:
+            out.append((name, f"{left}{unit}", f"{right}{unit}"))
+
+    ra, rb = a.resources, b.resources
+    differ("arch", a.record.arch, b.record.arch)
+    if ra is not None and rb is not None:
+        for name, unit in (("registers", ""), ("spill_stores", " B"), ("spill_loads", " B"), ("stack", " B"), ("shared_static", " B"), ("barriers", "")):
+            differ(name.replace("_", " "), getattr(ra, name), getattr(rb, name), unit)
+    differ("dynamic shared", a.launch.dynamic_shared if a.launch else None, b.launch.dynamic_shared if b.launch else None, " B")
+    differ("threads", a.launch.threads if a.launch else None, b.launch.threads if b.launch else None)
+    occupancy_a = f"{a.occupancy.blocks_per_sm} blocks/SM ({a.occupancy.warps_per_sm} warps)" if a.occupancy else None
+    occupancy_b = f"{b.occupancy.blocks_per_sm} blocks/SM ({b.occupancy.warps_per_sm} warps)" if b.occupancy else None
+    differ("occupancy", occupancy_a, occupancy_b)
+    if a.counts and b.counts:
+        counts_b = dict(b.counts)
+        for kind, count in a.counts:
+            differ(kind, count, counts_b.get(kind, 0))
+    return out

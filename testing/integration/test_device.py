@@ -1,0 +1,179 @@
+"""The device stage on real kernels, checked against NVIDIA's own tools run by the test.
+
+Ground truth: nvcc --ptxas-options=--verbose on the very source TileLang compiled (the resource
+numbers), nvdisasm -gi on the very cubin it produced (the SASS line records), and a TileLang
+compile without tracing (the binary, byte for byte)."""
+
+import base64
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+tilelang = pytest.importorskip("tilelang")
+pytest.importorskip("tilelang.instrumentation")  # 0.1.15: the CUDA callback compiles through compile_cuda
+
+from lower_trace.integrations.nvcc.toolchain import find_tool  # noqa: E402
+from support import lower_trace_cli, pythonpath  # noqa: E402
+
+if not (find_tool("nvcc") and find_tool("nvdisasm")):
+    pytest.skip("needs nvcc and nvdisasm (pip install nvidia-cuda-nvdisasm)", allow_module_level=True)
+
+# Three variants: two GEMM tiles (the 128x256 one spills) and an elementwise kernel (other registers).
+SWEEP = """
+import sys, tilelang, kernels
+target = {"kind": "cuda", "arch": "sm_90a"}
+tilelang.compile(kernels.gemm(M=512, N=512, K=512, block_M=64, block_N=128), target=target)
+tilelang.compile(kernels.gemm(M=512, N=512, K=512, block_M=128, block_N=256), target=target)
+tilelang.compile(kernels.elementwise_add(M=256, N=256), target=target)
+"""
+
+
+def _run(code, env_extra, cwd):
+    env = {**os.environ, "PYTHONPATH": pythonpath(), "TILELANG_DISABLE_CACHE": "1", **env_extra}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("device")
+    _run(SWEEP, {"TL_LOWER_TRACE": "html", "TL_LOWER_TRACE_DIR": str(folder / "trace")}, str(folder))
+    return lower_trace_load(str(folder / "trace"))
+
+
+def lower_trace_load(path):
+    import lower_trace
+
+    return lower_trace.load_trace(path)
+
+
+def _nvcc_verbose(record, source, folder):
+    """nvcc's own report: the recorded command, with --ptxas-options=--verbose, on the source."""
+    path = os.path.join(folder, record.source_name)
+    with open(path, "w") as handle:
+        handle.write(source)
+    command = [*record.command, "--ptxas-options=--verbose", "-o", os.path.join(folder, "check.cubin"), path]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = {}
+    text = proc.stdout + proc.stderr
+    entry = re.search(r"Compiling entry function '(\w+)'", text).group(1)
+    frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", text)
+    used = re.search(r"Used (\d+) registers.*", text).group(0)  # "..., used 1 barriers, 1024 bytes cumulative stack size, 1024 bytes smem"
+    barriers, smem = re.search(r"used (\d+) barriers", used), re.search(r"(\d+) bytes smem", used)
+    found.update(function=entry, stack=int(frame.group(1)), spill_stores=int(frame.group(2)), spill_loads=int(frame.group(3)))
+    found.update(registers=int(re.search(r"Used (\d+)", used).group(1)), barriers=int(barriers.group(1)) if barriers else 0, shared_static=int(smem.group(1)) if smem else 0)
+    return found
+
+
+def test_every_resource_number_is_nvccs_own(sweep, tmp_path):
+    assert len(sweep.kernels) == 3
+    seen = []
+    for kernel in sweep.kernels:
+        record = kernel.device_stage
+        assert record is not None and record.how == "capture" and not record.error, kernel.kernel_id
+        truth = _nvcc_verbose(record, sweep.read_snapshot(record.source), str(tmp_path))
+        ours = record.function(truth["function"])
+        assert ours is not None
+        for name, value in truth.items():
+            assert getattr(ours, name) == value, (kernel.kernel_id, name)
+        seen.append(truth)
+    # The 128x256 tile spills, the 64x128 one does not; the elementwise kernel needs other registers.
+    assert seen[0]["spill_stores"] == 0 and seen[1]["spill_stores"] > 0 and seen[1]["spill_loads"] > 0
+    assert seen[2]["registers"] != seen[0]["registers"]
+
+
+def test_list_device_names_the_spilling_variant(sweep):
+    out = subprocess.run([lower_trace_cli(), "list", sweep.path, "--device", "--json"], capture_output=True, text=True, check=True).stdout
+    rows = {row["kernel"]: row for row in json.loads(out)["kernels"]}
+    for kernel in sweep.kernels:
+        resources = kernel.device_stage.function()
+        assert rows[kernel.kernel_id]["resources"]["registers"] == resources.registers
+    spilling = [k for k, row in rows.items() if row["resources"].get("spill_stores")]
+    assert spilling == [sweep.kernels[1].kernel_id]
+    table = subprocess.run([lower_trace_cli(), "list", sweep.path, "--device", "--sort", "spills"], capture_output=True, text=True, check=True).stdout
+    assert table.splitlines()[1].split()[0] == sweep.kernels[1].kernel_id  # the most spills first
+    assert f"spilling: {sweep.kernels[1].kernel_id}" in table
+
+
+def test_device_adds_sass_whose_line_records_are_nvdisasms(sweep, tmp_path):
+    kernel = sweep.kernels[0]
+    proc = subprocess.run([lower_trace_cli(), "device", sweep.path, "-k", kernel.kernel_id], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "registers " in proc.stdout and "occupancy 1 block/SM (8 warps, registers)" in proc.stdout
+    trace = lower_trace_load(sweep.path)
+    record = trace.kernels[0].device_stage
+    assert record.sass
+    # nvdisasm -gi on the binary the trace holds, run here: every instruction's last record naming the source
+    cubin = tmp_path / "k.cubin"
+    cubin.write_bytes(base64.b64decode(trace.read_snapshot(record.binary)))
+    listing = subprocess.run([find_tool("nvdisasm"), "--print-code", "-gi", str(cubin)], capture_output=True, text=True, check=True).stdout
+    expected, line = [], 0
+    for text in listing.splitlines():
+        for path, number in re.findall(r'"([^"]+)", line (\d+)', text):
+            if os.path.basename(path) == record.source_name:
+                line = int(number)
+        if re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?[A-Z]", text):  # an instruction, not .byte data
+            expected.append((text.strip(), line))
+    out = subprocess.run([lower_trace_cli(), "show", sweep.path, "-k", kernel.kernel_id, "--sass", "--json"], capture_output=True, text=True, check=True)
+    shown = [(entry["text"].strip(), entry["line"]) for entry in json.loads(out.stdout)["sass"] if entry.get("opcode")]
+    assert shown == expected and any("HGMMA" in text for text, _ in shown)
+    # A HGMMA comes from a CUDA line that calls wgmma, and that line from the user's T.gemm.
+    cuda = trace.read_snapshot(record.source).splitlines()
+    hgmma_lines = {line for text, line in shown if "HGMMA" in text}
+    assert any("wgmma" in cuda[n - 1] for n in hgmma_lines)  # ptxas schedules some beside a barrier line
+    with_origins = subprocess.run([lower_trace_cli(), "show", sweep.path, "-k", kernel.kernel_id, "--sass", "--origins", "--json"], capture_output=True, text=True, check=True)
+    gemm_line = next(i for i, text in enumerate(open(os.path.join(os.path.dirname(__file__), "..", "kernels.py")), 1) if "T.gemm(" in text)
+    origins = [entry.get("origin") for entry in json.loads(with_origins.stdout)["sass"] if "HGMMA" in entry["text"]]
+    assert any(origin and origin["line"] == gemm_line and origin["file"].endswith("kernels.py") for origin in origins)
+
+
+BINARY = """
+import sys, tilelang, kernels
+from tilelang.contrib import nvcc
+out = sys.argv[1]
+# The same paths and source time stamp in both runs: TileLang picks random paths, and the cubin's
+# DWARF line table holds the source's path and modification time.
+nvcc._resolve_artifact_paths = lambda temp, name, fmt, kernels_output_dir=None: (out + "/k.cu", out + "/k." + fmt)
+import os, subprocess
+real_popen = subprocess.Popen
+def popen(cmd, *args, **kwargs):
+    os.utime(cmd[-1], (1e9, 1e9))
+    return real_popen(cmd, *args, **kwargs)
+nvcc.subprocess = type("S", (), {"Popen": staticmethod(popen), "PIPE": subprocess.PIPE, "STDOUT": subprocess.STDOUT, "TimeoutExpired": subprocess.TimeoutExpired})
+tilelang.compile(kernels.gemm(M=512, N=512, K=512, block_M=64, block_N=128), target={"kind": "cuda", "arch": "sm_90a"})
+"""
+
+
+def test_the_binary_is_byte_identical_with_and_without_tracing(tmp_path):
+    plain, traced = tmp_path / "plain", tmp_path / "traced"
+    work = tmp_path / "work"
+    for folder in (plain, traced, work):
+        folder.mkdir()
+    _run(BINARY.replace("sys.argv[1]", repr(str(work))), {}, str(tmp_path))
+    (plain / "k.cubin").write_bytes((work / "k.cubin").read_bytes())
+    _run(BINARY.replace("sys.argv[1]", repr(str(work))), {"TL_LOWER_TRACE": "html", "TL_LOWER_TRACE_DIR": str(tmp_path / "trace")}, str(tmp_path))
+    (traced / "k.cubin").write_bytes((work / "k.cubin").read_bytes())
+    assert (plain / "k.cubin").read_bytes() == (traced / "k.cubin").read_bytes()
+    trace = lower_trace_load(str(tmp_path / "trace"))
+    record = trace.kernels[0].device_stage
+    assert record is not None and base64.b64decode(trace.read_snapshot(record.binary)) == (traced / "k.cubin").read_bytes()
+
+
+def test_a_missing_tool_is_one_line_that_says_how_to_get_it(tmp_path):
+    """A child whose PATH, CUDA_HOME and pip wheels hold no nvdisasm: `lower-trace device` on a
+    kernel without SASS says so in one line and still prints the resources it has."""
+    code = (
+        "import sys, importlib.util as u; real = u.find_spec; u.find_spec = lambda n, *a: None if n == 'nvidia' else real(n, *a); "
+        "from lower_trace.integrations.nvcc import toolchain as t; import pytest\n"
+        "try:\n    t.require('nvdisasm', 'SASS')\nexcept t.ToolMissing as e:\n    print(e)\n"
+    )
+    env = {**os.environ, "PATH": str(tmp_path), "CUDA_HOME": str(tmp_path), "CUDA_PATH": ""}
+    out = subprocess.run([sys.executable, "-c", code.replace("import pytest", "import os")], env=env, capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
+    message = out.stdout.strip()
+    assert message.count("\n") == 0 and "SASS needs nvdisasm" in message and "pip install nvidia-cuda-nvdisasm" in message, out.stderr
