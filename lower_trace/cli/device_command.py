@@ -41,8 +41,9 @@ def cmd_device(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     for outcome in outcomes:
-        if outcome.problem:
-            sys.stderr.write(f"lower-trace: {outcome.kernel.kernel_id} {outcome.kernel.name}: {outcome.problem}\n")
+        problem = outcome.problem or (outcome.record.error if outcome.record is not None else "")
+        if problem:
+            sys.stderr.write(f"lower-trace: {outcome.kernel.kernel_id} {outcome.kernel.name}: {problem}\n")
     trace = load_trace(trace.path)
     summaries = [s for s in (device_summary(trace, k) for k in kernels_of(trace, args.kernel)) if s is not None]
     if any(o.record is not None for o in outcomes):

@@ -20,6 +20,8 @@ def resources_line(summary: DeviceSummary) -> str:
     resources, launch = summary.resources, summary.launch
     if resources is None:
         return summary.record.error or "no resource report"
+    if summary.record.language == "hip":
+        return hip_line(dict(resources.extra))
     parts = [
         f"registers {resources.registers}",
         f"spill stores {resources.spill_stores} B",
@@ -29,6 +31,16 @@ def resources_line(summary: DeviceSummary) -> str:
         f"barriers {resources.barriers}",
     ]
     parts.append(occupancy_text(summary))
+    return " · ".join(parts)
+
+
+def hip_line(values: dict[str, int]) -> str:
+    """A HIP kernel's numbers as hipcc's remarks give them (analysis/device/hip_report.py)."""
+    parts = [f"VGPRs {values.get('vgpr', 0)}", f"AGPRs {values.get('agpr', 0)}", f"SGPRs {values.get('sgpr', 0)}"]
+    parts += [f"scratch {values.get('scratch', 0)} B/lane", f"LDS {values.get('lds', 0)} B"]
+    parts += [f"VGPR spills {values.get('vgpr_spill', 0)}", f"SGPR spills {values.get('sgpr_spill', 0)}"]
+    if "waves_per_simd" in values:
+        parts.append(f"occupancy {values['waves_per_simd']} waves/SIMD")
     return " · ".join(parts)
 
 

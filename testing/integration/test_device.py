@@ -67,7 +67,8 @@ def _nvcc_verbose(record, source, folder):
     used = re.search(r"Used (\d+) registers.*", text).group(0)  # "..., used 1 barriers, 1024 bytes cumulative stack size, 1024 bytes smem"
     barriers, smem = re.search(r"used (\d+) barriers", used), re.search(r"(\d+) bytes smem", used)
     found.update(function=entry, stack=int(frame.group(1)), spill_stores=int(frame.group(2)), spill_loads=int(frame.group(3)))
-    found.update(registers=int(re.search(r"Used (\d+)", used).group(1)), barriers=int(barriers.group(1)) if barriers else 0, shared_static=int(smem.group(1)) if smem else 0)
+    found["registers"] = int(re.search(r"Used (\d+)", used).group(1))
+    found.update(barriers=int(barriers.group(1)) if barriers else 0, shared_static=int(smem.group(1)) if smem else 0)
     return found
 
 
@@ -127,8 +128,10 @@ def test_device_adds_sass_whose_line_records_are_nvdisasms(sweep, tmp_path):
     cuda = trace.read_snapshot(record.source).splitlines()
     hgmma_lines = {line for text, line in shown if "HGMMA" in text}
     assert any("wgmma" in cuda[n - 1] for n in hgmma_lines)  # ptxas schedules some beside a barrier line
-    with_origins = subprocess.run([lower_trace_cli(), "show", sweep.path, "-k", kernel.kernel_id, "--sass", "--origins", "--json"], capture_output=True, text=True, check=True)
-    gemm_line = next(i for i, text in enumerate(open(os.path.join(os.path.dirname(__file__), "..", "kernels.py")), 1) if "T.gemm(" in text)
+    command = [lower_trace_cli(), "show", sweep.path, "-k", kernel.kernel_id, "--sass", "--origins", "--json"]
+    with_origins = subprocess.run(command, capture_output=True, text=True, check=True)
+    with open(os.path.join(os.path.dirname(__file__), "..", "kernels.py")) as handle:
+        gemm_line = next(i for i, text in enumerate(handle, 1) if "T.gemm(" in text)
     origins = [entry.get("origin") for entry in json.loads(with_origins.stdout)["sass"] if "HGMMA" in entry["text"]]
     assert any(origin and origin["line"] == gemm_line and origin["file"].endswith("kernels.py") for origin in origins)
 
@@ -145,7 +148,9 @@ real_popen = subprocess.Popen
 def popen(cmd, *args, **kwargs):
     os.utime(cmd[-1], (1e9, 1e9))
     return real_popen(cmd, *args, **kwargs)
-nvcc.subprocess = type("S", (), {"Popen": staticmethod(popen), "PIPE": subprocess.PIPE, "STDOUT": subprocess.STDOUT, "TimeoutExpired": subprocess.TimeoutExpired})
+nvcc.subprocess = type("S", (), {
+    "Popen": staticmethod(popen), "PIPE": subprocess.PIPE, "STDOUT": subprocess.STDOUT, "TimeoutExpired": subprocess.TimeoutExpired,
+})
 tilelang.compile(kernels.gemm(M=512, N=512, K=512, block_M=64, block_N=128), target={"kind": "cuda", "arch": "sm_90a"})
 """
 
@@ -165,15 +170,24 @@ def test_the_binary_is_byte_identical_with_and_without_tracing(tmp_path):
     assert record is not None and base64.b64decode(trace.read_snapshot(record.binary)) == (traced / "k.cubin").read_bytes()
 
 
-def test_a_missing_tool_is_one_line_that_says_how_to_get_it(tmp_path):
-    """A child whose PATH, CUDA_HOME and pip wheels hold no nvdisasm: `lower-trace device` on a
-    kernel without SASS says so in one line and still prints the resources it has."""
-    code = (
-        "import sys, importlib.util as u; real = u.find_spec; u.find_spec = lambda n, *a: None if n == 'nvidia' else real(n, *a); "
-        "from lower_trace.integrations.nvcc import toolchain as t; import pytest\n"
-        "try:\n    t.require('nvdisasm', 'SASS')\nexcept t.ToolMissing as e:\n    print(e)\n"
-    )
-    env = {**os.environ, "PATH": str(tmp_path), "CUDA_HOME": str(tmp_path), "CUDA_PATH": ""}
-    out = subprocess.run([sys.executable, "-c", code.replace("import pytest", "import os")], env=env, capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
-    message = out.stdout.strip()
-    assert message.count("\n") == 0 and "SASS needs nvdisasm" in message and "pip install nvidia-cuda-nvdisasm" in message, out.stderr
+def test_without_nvdisasm_device_says_so_in_one_line_and_gives_the_resources(sweep, tmp_path):
+    """PATH holds nvcc and ptxas only, and an `nvidia` package of no wheel shadows the pip wheels."""
+    import shutil
+
+    trace_copy = tmp_path / "trace"
+    shutil.copytree(sweep.path, trace_copy)
+    shadow = tmp_path / "shadow" / "nvidia"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name in ("nvcc", "ptxas"):
+        (tools / name).symlink_to(find_tool(name))
+    env = {**os.environ, "PATH": f"{tools}:/usr/bin:/bin", "CUDA_HOME": str(tmp_path), "PYTHONPATH": str(tmp_path / "shadow")}
+    code = "import sys; from lower_trace.cli.main import main; sys.exit(main())"
+    command = [sys.executable, "-c", code, "device", str(trace_copy), "-k", sweep.kernels[0].kernel_id, "--rebuild"]
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "nvdisasm" in line]
+    assert len(said) == 1 and "pip install nvidia-cuda-nvdisasm" in said[0], proc.stderr
+    assert f"registers {sweep.kernels[0].device_stage.function().registers} " in proc.stdout

@@ -15,9 +15,9 @@ import json
 import os
 import re
 import urllib.parse
+from collections.abc import Callable
 from functools import lru_cache
 from importlib import resources
-from collections.abc import Callable
 from typing import Any
 
 from lower_trace.analysis.configs import typed_configs
