@@ -37,10 +37,11 @@ def parse_hip_report(output: str) -> tuple[FunctionResources, ...]:
             found.append((value, {}))
         elif found and key in _NAMES and value.isdigit():
             found[-1][1][_NAMES[key]] = int(value)
-    return tuple(
-        FunctionResources(
-            function=name, registers=values.get("vgpr", 0), stack=values.get("scratch", 0), shared_static=values.get("lds", 0),
-            extra=tuple(sorted(values.items())),
-        )  # fmt: skip
-        for name, values in found
+    return tuple(_resources(name, values) for name, values in found)
+
+
+def _resources(name: str, values: dict[str, int]) -> FunctionResources:
+    return FunctionResources(
+        function=name, registers=values.get("vgpr", 0), stack=values.get("scratch", 0), shared_static=values.get("lds", 0),
+        extra=tuple(sorted(values.items())),
     )
