@@ -71,7 +71,8 @@ def write_summary(out: TextIO, summary: DeviceSummary) -> None:
 
 
 def summary_json(summary: DeviceSummary) -> dict[str, Any]:
-    from lower_trace.model import to_json
+    """Every field, defaults too (a script reads `spill_stores` of a kernel that does not spill)."""
+    from dataclasses import asdict
 
     return {
         "kernel": summary.kernel_id,
@@ -81,9 +82,9 @@ def summary_json(summary: DeviceSummary) -> dict[str, Any]:
         "how": summary.record.how,
         "edited": summary.record.edited,
         "command": list(summary.record.command),
-        "resources": to_json(summary.resources) if summary.resources else None,
-        "launch": to_json(summary.launch) if summary.launch else None,
-        "occupancy": to_json(summary.occupancy) if summary.occupancy else None,
+        "resources": asdict(summary.resources) if summary.resources else None,
+        "launch": {**asdict(summary.launch), "threads": summary.launch.threads} if summary.launch else None,
+        "occupancy": asdict(summary.occupancy) if summary.occupancy else None,
         "instructions": dict(summary.counts),
         "error": summary.record.error,
     }

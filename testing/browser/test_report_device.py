@@ -49,9 +49,9 @@ def test_the_index_shows_what_list_device_says(browser, traced):
         text = cells.inner_text()
         resources = row["resources"]
         assert f"{resources['registers']} regs" in text
-        assert f"{resources.get('shared_static', 0) + row['launch']['dynamic_shared']} B smem" in text
-        spills = resources.get("spill_stores", 0)
-        assert (f"spills {spills}/{resources.get('spill_loads', 0)} B" in text) == bool(spills)
+        assert f"{resources['shared_static'] + row['launch']['dynamic_shared']} B smem" in text
+        spills = resources["spill_stores"]
+        assert (f"spills {spills}/{resources['spill_loads']} B" in text) == bool(spills)
         assert cells.locator(".spilling").count() == (1 if spills else 0)  # the spilling variant stands out
         assert f"{row['occupancy']['warps_per_sm']} warps/SM" in text
     assert not view.errors(), view.messages

@@ -95,7 +95,7 @@ def test_list_device_names_the_spilling_variant(sweep):
     for kernel in sweep.kernels:
         resources = kernel.device_stage.function()
         assert rows[kernel.kernel_id]["resources"]["registers"] == resources.registers
-    spilling = [k for k, row in rows.items() if row["resources"].get("spill_stores")]
+    spilling = [k for k, row in rows.items() if row["resources"]["spill_stores"]]
     assert spilling == [sweep.kernels[1].kernel_id]
     table = subprocess.run([lower_trace_cli(), "list", sweep.path, "--device", "--sort", "spills"], capture_output=True, text=True, check=True).stdout
     assert table.splitlines()[1].split()[0] == sweep.kernels[1].kernel_id  # the most spills first
@@ -191,3 +191,59 @@ def test_without_nvdisasm_device_says_so_in_one_line_and_gives_the_resources(swe
     said = [line for line in proc.stderr.splitlines() if "nvdisasm" in line]
     assert len(said) == 1 and "pip install nvidia-cuda-nvdisasm" in said[0], proc.stderr
     assert f"registers {sweep.kernels[0].device_stage.function().registers} " in proc.stdout
+
+
+def test_diff_names_the_device_stage_differences(sweep):
+    a, b = sweep.kernels[0], sweep.kernels[1]
+    out = subprocess.run([lower_trace_cli(), "diff", f"{sweep.path}:{a.kernel_id}", f"{sweep.path}:{b.kernel_id}", "--json"], capture_output=True, text=True)
+    assert out.returncode == 1, out.stderr
+    changes = {item["what"]: (item["a"], item["b"]) for item in json.loads(out.stdout)["device"]}
+    ra, rb = a.device_stage.function(), b.device_stage.function()
+    assert changes["spill stores"] == (f"{ra.spill_stores} B", f"{rb.spill_stores} B")
+    assert changes["spill loads"] == (f"{ra.spill_loads} B", f"{rb.spill_loads} B")
+    assert ("registers" in changes) == (ra.registers != rb.registers)
+    text = subprocess.run([lower_trace_cli(), "diff", f"{sweep.path}:{a.kernel_id}", f"{sweep.path}:{b.kernel_id}"], capture_output=True, text=True).stdout
+    assert f"spill stores {ra.spill_stores} B → {rb.spill_stores} B" in text.splitlines()[-1]
+
+
+def test_device_compiles_the_edited_working_copy(sweep, tmp_path):
+    """`device --working-copy`: your edit compiled with TileLang's flags; its numbers are nvcc's."""
+    import shutil
+
+    trace_copy = tmp_path / "trace"
+    shutil.copytree(os.path.dirname(sweep.path), trace_copy / "python")  # the run and its edits/ folder
+    run = trace_copy / "python" / os.path.basename(sweep.path)
+    kernel = sweep.kernels[2]
+    step = next(c for c in kernel.codegen if c.role == "device")
+    working = trace_copy / "python" / "edits" / os.path.basename(step.edit_path)
+    # The trace names the working copy's absolute path: point it at the copy's.
+    manifest = run / "trace.jsonl"
+    manifest.write_text(manifest.read_text().replace(json.dumps(step.edit_path)[1:-1], str(working)))
+    extra = '\nextern "C" __global__ void __launch_bounds__(64) extra_kernel(float* p) { p[threadIdx.x] = sqrtf(p[threadIdx.x]); }\n'
+    working.write_text(working.read_text() + extra)
+    proc = subprocess.run([lower_trace_cli(), "device", str(run), "-k", kernel.kernel_id, "--working-copy", "--json"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    record = lower_trace_load(str(run)).kernels[2].device_stage
+    assert record.how == "on demand" and record.edited
+    assert {f.function for f in record.functions} >= {"extra_kernel"}
+    truth = _nvcc_verbose_all(record, working.read_text(), str(tmp_path))
+    for resources in record.functions:
+        assert (resources.registers, resources.stack, resources.spill_stores) == truth[resources.function]
+
+
+def _nvcc_verbose_all(record, source, folder):
+    """Every entry function's (registers, stack, spill stores) as nvcc --ptxas-options=--verbose gives them."""
+    path = os.path.join(folder, record.source_name)
+    with open(path, "w") as handle:
+        handle.write(source)
+    command = [*record.command[:-3], "--ptxas-options=--verbose", "-o", os.path.join(folder, "all.cubin"), path]
+    text = subprocess.run(command, capture_output=True, text=True, timeout=600, check=True)
+    out, current = {}, None
+    for line in (text.stdout + text.stderr).splitlines():
+        if found := re.search(r"Compiling entry function '(\w+)'", line):
+            current = found.group(1)
+        elif (found := re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores", line)) and current:
+            out[current] = [0, int(found.group(1)), int(found.group(2))]
+        elif (found := re.search(r"Used (\d+) registers", line)) and current:
+            out[current][0] = int(found.group(1))
+    return {name: tuple(values) for name, values in out.items()}
