@@ -221,7 +221,8 @@ def test_device_compiles_the_edited_working_copy(sweep, tmp_path):
     manifest.write_text(manifest.read_text().replace(json.dumps(step.edit_path)[1:-1], str(working)))
     extra = '\nextern "C" __global__ void __launch_bounds__(64) extra_kernel(float* p) { p[threadIdx.x] = sqrtf(p[threadIdx.x]); }\n'
     working.write_text(working.read_text() + extra)
-    proc = subprocess.run([lower_trace_cli(), "device", str(run), "-k", kernel.kernel_id, "--working-copy", "--json"], capture_output=True, text=True, timeout=600)
+    command = [lower_trace_cli(), "device", str(run), "-k", kernel.kernel_id, "--working-copy", "--json"]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     record = lower_trace_load(str(run)).kernels[2].device_stage
     assert record.how == "on demand" and record.edited
