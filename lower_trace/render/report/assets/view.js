@@ -236,7 +236,7 @@ const LTView = (() => {
     for (const which of /** @type {Array<"ptx"|"sass">} */ (["ptx", "sass"])) {
       const digest = device[which];
       if (!digest) continue;
-      const view = irView(kernel.snap(digest), which === "ptx" ? "PTX (nvcc)" : "SASS (nvdisasm -gi)", null, { kernel, digest });
+      const view = irView(kernel.snap(digest), which === "ptx" ? "PTX (nvcc)" : "SASS (nvdisasm -c -gi)", null, { kernel, digest });
       view.classList.add(`device-${which}`);
       const pre = view.querySelector("pre.ir");
       if (pre && !pre.querySelector("span.ln")) pre.replaceWith(linedPre(kernel.snap(digest)));  // no source map: lines all the same
