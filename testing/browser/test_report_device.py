@@ -8,7 +8,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 
@@ -16,29 +15,21 @@ tilelang = pytest.importorskip("tilelang")
 pytest.importorskip("tilelang.instrumentation")
 
 import lower_trace  # noqa: E402
+from device_sweep import missing_tools, traced_sweep  # noqa: E402
 from lower_trace.analysis.origins import trace_origins  # noqa: E402
 from lower_trace.integrations.nvcc.toolchain import find_tool  # noqa: E402
 from report_fixtures import Page  # noqa: E402
-from support import lower_trace_cli, pythonpath  # noqa: E402
+from support import lower_trace_cli  # noqa: E402
 
-if not (find_tool("nvcc") and find_tool("nvdisasm")):
-    pytest.skip("needs nvcc and nvdisasm (pip install nvidia-cuda-nvdisasm)", allow_module_level=True)
-
-SWEEP = """
-import tilelang, kernels
-target = {"kind": "cuda", "arch": "sm_90a"}
-tilelang.compile(kernels.gemm(M=512, N=512, K=512, block_M=64, block_N=128), target=target)
-tilelang.compile(kernels.gemm(M=512, N=512, K=512, block_M=128, block_N=256), target=target)
-"""
+if missing_tools():
+    pytest.skip(missing_tools(), allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("device-page")
-    env = {**os.environ, "PYTHONPATH": pythonpath(), "TILELANG_DISABLE_CACHE": "1", "TL_LOWER_TRACE": "html", "TL_LOWER_TRACE_DIR": str(folder / "t")}
-    subprocess.run([sys.executable, "-c", SWEEP], env=env, cwd=str(folder), check=True, capture_output=True, timeout=600)
-    subprocess.run([lower_trace_cli(), "device", str(folder / "t")], check=True, capture_output=True, timeout=600)  # the SASS; rewrites the report
-    return lower_trace.load_trace(str(folder / "t"))
+    trace = traced_sweep(tmp_path_factory.mktemp("device-page"), elementwise=False)
+    subprocess.run([lower_trace_cli(), "device", trace], check=True, capture_output=True, timeout=600)  # the SASS; rewrites the report
+    return lower_trace.load_trace(trace)
 
 
 def test_the_index_shows_what_list_device_says(browser, traced):

@@ -16,34 +16,17 @@ import pytest
 tilelang = pytest.importorskip("tilelang")
 pytest.importorskip("tilelang.instrumentation")  # 0.1.15: the CUDA callback compiles through compile_cuda
 
+from device_sweep import missing_tools, run_python, traced_sweep  # noqa: E402
 from lower_trace.integrations.nvcc.toolchain import find_tool  # noqa: E402
-from support import lower_trace_cli, pythonpath  # noqa: E402
+from support import lower_trace_cli  # noqa: E402
 
-if not (find_tool("nvcc") and find_tool("nvdisasm")):
-    pytest.skip("needs nvcc and nvdisasm (pip install nvidia-cuda-nvdisasm)", allow_module_level=True)
-
-# Three variants: two GEMM tiles (the 128x256 one spills) and an elementwise kernel (other registers).
-SWEEP = """
-import sys, tilelang, kernels
-target = {"kind": "cuda", "arch": "sm_90a"}
-tilelang.compile(kernels.gemm(M=512, N=512, K=512, block_M=64, block_N=128), target=target)
-tilelang.compile(kernels.gemm(M=512, N=512, K=512, block_M=128, block_N=256), target=target)
-tilelang.compile(kernels.elementwise_add(M=256, N=256), target=target)
-"""
-
-
-def _run(code, env_extra, cwd):
-    env = {**os.environ, "PYTHONPATH": pythonpath(), "TILELANG_DISABLE_CACHE": "1", **env_extra}
-    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
+if missing_tools():
+    pytest.skip(missing_tools(), allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("device")
-    _run(SWEEP, {"TL_LOWER_TRACE": "html", "TL_LOWER_TRACE_DIR": str(folder / "trace")}, str(folder))
-    return lower_trace_load(str(folder / "trace"))
+    return lower_trace_load(traced_sweep(tmp_path_factory.mktemp("device")))
 
 
 def lower_trace_load(path):
@@ -137,7 +120,7 @@ def test_device_adds_sass_whose_line_records_are_nvdisasms(sweep, tmp_path):
 
 
 BINARY = """
-import sys, tilelang, kernels
+import tilelang, kernels
 from tilelang.contrib import nvcc
 out = sys.argv[1]
 # The same paths and source time stamp in both runs: TileLang picks random paths, and the cubin's
@@ -160,9 +143,9 @@ def test_the_binary_is_byte_identical_with_and_without_tracing(tmp_path):
     work = tmp_path / "work"
     for folder in (plain, traced, work):
         folder.mkdir()
-    _run(BINARY.replace("sys.argv[1]", repr(str(work))), {}, str(tmp_path))
+    run_python(BINARY.replace("sys.argv[1]", repr(str(work))), tmp_path)
     (plain / "k.cubin").write_bytes((work / "k.cubin").read_bytes())
-    _run(BINARY.replace("sys.argv[1]", repr(str(work))), {"TL_LOWER_TRACE": "html", "TL_LOWER_TRACE_DIR": str(tmp_path / "trace")}, str(tmp_path))
+    run_python(BINARY.replace("sys.argv[1]", repr(str(work))), tmp_path, TL_LOWER_TRACE="html", TL_LOWER_TRACE_DIR=str(tmp_path / "trace"))
     (traced / "k.cubin").write_bytes((work / "k.cubin").read_bytes())
     assert (plain / "k.cubin").read_bytes() == (traced / "k.cubin").read_bytes()
     trace = lower_trace_load(str(tmp_path / "trace"))

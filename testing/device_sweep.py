@@ -1,0 +1,40 @@
+"""A sweep that TileLang compiles with nvcc (`tilelang.compile` for sm_90a), traced in a fresh
+process: what the device-stage tests of the integration and browser tiers read. Two GEMM tiles
+(the 128x256 one spills) and an elementwise kernel (other registers)."""
+
+import os
+import subprocess
+import sys
+
+from support import pythonpath
+
+SWEEP = """
+import tilelang, kernels
+target = {"kind": "cuda", "arch": "sm_90a"}
+tilelang.compile(kernels.gemm(M=512, N=512, K=512, block_M=64, block_N=128), target=target)
+tilelang.compile(kernels.gemm(M=512, N=512, K=512, block_M=128, block_N=256), target=target)
+if ELEMENTWISE:
+    tilelang.compile(kernels.elementwise_add(M=256, N=256), target=target)
+"""
+
+
+def missing_tools():
+    """Why the device stage cannot be built here (None: it can)."""
+    from lower_trace.integrations.nvcc.toolchain import find_tool
+
+    missing = [tool for tool in ("nvcc", "ptxas", "nvdisasm") if not find_tool(tool)]
+    return f"needs {', '.join(missing)} (the CUDA toolkit; pip install nvidia-cuda-nvdisasm)" if missing else None
+
+
+def run_python(code, folder, **env_extra):
+    env = {**os.environ, "PYTHONPATH": pythonpath(), "TILELANG_DISABLE_CACHE": "1", **env_extra}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(folder), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def traced_sweep(folder, elementwise=True):
+    """The trace folder of the sweep run with TL_LOWER_TRACE=html in `folder`."""
+    trace = os.path.join(str(folder), "trace")
+    run_python(SWEEP.replace("ELEMENTWISE", str(elementwise)), folder, TL_LOWER_TRACE="html", TL_LOWER_TRACE_DIR=trace)
+    return trace
