@@ -50,7 +50,7 @@ class Occupancy:
     blocks_per_sm: int
     warps_per_sm: int
     max_warps_per_sm: int
-    limiter: str  # registers, shared memory, threads, blocks per SM; "does not fit" when 0
+    limiter: str  # threads, blocks per SM, registers, shared memory (ties: "threads and registers"); "does not fit" when 0
     why: str = ""  # when blocks_per_sm == 0: which per-block limit is exceeded
 
 

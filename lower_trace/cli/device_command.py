@@ -5,7 +5,7 @@ import argparse
 import sys
 from typing import Any
 
-from lower_trace.analysis.device.summary import device_summary, listing
+from lower_trace.analysis.device.summary import cuda_source_step, device_summary, listing
 from lower_trace.cli.options import add_kernel, add_trace, print_json
 from lower_trace.cli.selection import UsageError, kernels_of
 from lower_trace.model import KernelTrace, Trace
@@ -40,6 +40,9 @@ def cmd_device(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    if not any(o.record is not None or o.kernel.device_stage is not None for o in outcomes):
+        said = "; ".join(f"{o.kernel.kernel_id} {o.kernel.name} {o.problem}" for o in outcomes[:3]) + ("; ..." if len(outcomes) > 3 else "")
+        raise UsageError(f"{trace.path}: no device stage to build or show: {said}")
     for outcome in outcomes:
         problem = outcome.problem or (outcome.record.error if outcome.record is not None else "")
         if problem:
@@ -61,9 +64,12 @@ def show_device(trace: Trace, kernels: list[KernelTrace], args: argparse.Namespa
     from lower_trace.render import device_view
 
     summaries = [(k, device_summary(trace, k)) for k in kernels]
-    missing = [k.kernel_id for k, s in summaries if s is None]
-    if missing and len(missing) == len(summaries):
-        raise UsageError(f"{trace.path}: no device stage for {', '.join(missing)}; `lower-trace device {trace.path}` compiles it")
+    if all(s is None for _, s in summaries):
+        compilable = [k.kernel_id for k in kernels if cuda_source_step(k) is not None]
+        if compilable:
+            raise UsageError(f"{trace.path}: no device stage for {', '.join(compilable)} yet; `lower-trace device {trace.path}` compiles it")
+        named = ", ".join(f"{k.kernel_id} ({k.name}, {k.target or 'no target'})" for k in kernels)
+        raise UsageError(f"{trace.path}: {named}: no CUDA source, so no device stage (a CPU or host-only kernel)")
     if args.device:
         if args.json:
             print_json({"kernels": [device_view.summary_json(s) for _, s in summaries if s is not None]})
@@ -108,19 +114,19 @@ def list_device(trace: Trace, args: argparse.Namespace) -> int:
     """list --device: a row per kernel (registers, spills, shared memory, occupancy), sortable."""
     from lower_trace.render import device_view
 
-    summaries = []
-    missing = []
+    summaries, missing, cpu = [], [], []
     for kernel in trace.kernels:
         summary = device_summary(trace, kernel)
-        if summary is None:
-            missing.append(kernel.kernel_id)
-        else:
+        if summary is not None:
             summaries.append(summary)
+        else:
+            (missing if cuda_source_step(kernel) is not None else cpu).append(kernel.kernel_id)
     summaries.sort(key=device_view.sort_key(args.sort))
     if args.json:
-        print_json({"run": trace.path, "kernels": [device_view.summary_json(s) for s in summaries], "without_device_stage": missing})
+        rows = [device_view.summary_json(s) for s in summaries]
+        print_json({"run": trace.path, "kernels": rows, "without_device_stage": missing, "without_cuda_source": cpu})
     else:
-        device_view.write_table(sys.stdout, summaries, missing)
+        device_view.write_table(sys.stdout, summaries, missing, cpu)
     return 0
 
 

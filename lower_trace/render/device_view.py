@@ -51,7 +51,7 @@ def occupancy_text(summary: DeviceSummary) -> str:
     if occupied.blocks_per_sm == 0:
         return f"occupancy 0: {occupied.why}"
     block = "block" if occupied.blocks_per_sm == 1 else "blocks"
-    return f"occupancy {occupied.blocks_per_sm} {block}/SM ({occupied.warps_per_sm} warps, {occupied.limiter})"
+    return f"occupancy {occupied.blocks_per_sm} {block}/SM ({occupied.warps_per_sm} warps, limited by {occupied.limiter})"
 
 
 def write_summary(out: TextIO, summary: DeviceSummary) -> None:
@@ -118,7 +118,7 @@ def sort_key(by: str):
     return key
 
 
-def write_table(out: TextIO, summaries: list[DeviceSummary], missing: list[str]) -> None:
+def write_table(out: TextIO, summaries: list[DeviceSummary], missing: list[str], cpu: list[str]) -> None:
     rows = [list(COLUMNS), *(table_row(s) for s in summaries)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     for row in rows:
@@ -127,6 +127,8 @@ def write_table(out: TextIO, summaries: list[DeviceSummary], missing: list[str])
     out.write(f"{len(summaries)} with a device stage; spilling: {', '.join(spilling) if spilling else 'none'}\n")
     if missing:
         out.write(f"no device stage yet: {', '.join(missing)} (lower-trace device compiles them)\n")
+    if cpu:
+        out.write(f"no CUDA source (CPU or host-only kernels): {', '.join(cpu)}\n")
 
 
 def write_listing(out: TextIO, lines: list[ListingLine], cuda: list[str], origins: list[Origin | None] | None, owners: list[PassRecord | None] | None) -> None:

@@ -15,12 +15,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lower_trace.analysis.device.ptxas_report import parse_ptxas_report
+from lower_trace.analysis.device.summary import cuda_source_step
 from lower_trace.device_model import DeviceRecord
 from lower_trace.integrations.nvcc import build
 from lower_trace.integrations.nvcc.tilelang_flags import tilelang_nvcc_flags
 from lower_trace.integrations.nvcc.toolchain import ToolMissing, require, tool_version
 from lower_trace.model import CodegenRecord, KernelTrace, Trace, to_json
-from lower_trace.store.layout import digest_of
+from lower_trace.store.layout import MANIFEST, digest_of
 from lower_trace.store.paths import safe_component
 from lower_trace.store.writer import TraceWriter
 from lower_trace.text_safety import headline
@@ -34,12 +35,6 @@ class Built:
     record: DeviceRecord | None
     texts: dict[str, str]  # digest -> text, the snapshots the record names
     problem: str = ""
-
-
-def device_step(kernel: KernelTrace) -> CodegenRecord | None:
-    """The kernel's CUDA device codegen with a stored source (the last one)."""
-    steps = [c for c in kernel.codegen if c.role == "device" and c.language == "cuda" and c.source]
-    return steps[-1] if steps else None
 
 
 def build_device_stage(
@@ -67,7 +62,7 @@ def _needs_compile(kernel: KernelTrace, working_copy: bool, rebuild: bool) -> bo
 
 
 def _build_one(trace: Trace, kernel: KernelTrace, working_copy: bool, rebuild: bool) -> Built:
-    step = device_step(kernel)
+    step = cuda_source_step(kernel)
     record = kernel.device_stage
     try:
         if record is not None and record.binary and not (working_copy or rebuild):
@@ -124,6 +119,8 @@ def _compile(trace: Trace, kernel: KernelTrace, step: CodegenRecord, working_cop
 def _append(trace: Trace, built: list[Built]) -> None:
     if not built:
         return
+    manifest = os.path.join(trace.path, MANIFEST)
+    traced_at = os.stat(manifest)
     writer = TraceWriter(trace.path, trace.run, existing=True)
     try:
         for item in built:
@@ -134,3 +131,5 @@ def _append(trace: Trace, built: list[Built]) -> None:
         writer.flush()
     finally:
         writer.close()
+        # The latest run is the one whose manifest changed last: adding to an older run must not make it the latest.
+        os.utime(manifest, ns=(traced_at.st_atime_ns, traced_at.st_mtime_ns))

@@ -89,7 +89,7 @@ def test_device_adds_sass_whose_line_records_are_nvdisasms(sweep, tmp_path):
     kernel = sweep.kernels[0]
     proc = subprocess.run([lower_trace_cli(), "device", sweep.path, "-k", kernel.kernel_id], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert "registers " in proc.stdout and "occupancy 1 block/SM (8 warps, registers)" in proc.stdout
+    assert "registers " in proc.stdout and "occupancy 1 block/SM (8 warps, limited by registers)" in proc.stdout
     trace = lower_trace_load(sweep.path)
     record = trace.kernels[0].device_stage
     assert record.sass
@@ -220,7 +220,7 @@ def _nvcc_verbose_all(record, source, folder):
     path = os.path.join(folder, record.source_name)
     with open(path, "w") as handle:
         handle.write(source)
-    command = [*record.command[:-3], "--ptxas-options=--verbose", "-o", os.path.join(folder, "all.cubin"), path]
+    command = [*record.command, "--ptxas-options=--verbose", "-o", os.path.join(folder, "all.cubin"), path]
     text = subprocess.run(command, capture_output=True, text=True, timeout=600, check=True)
     out, current = {}, None
     for line in (text.stdout + text.stderr).splitlines():
@@ -231,3 +231,17 @@ def _nvcc_verbose_all(record, source, folder):
         elif (found := re.search(r"Used (\d+) registers", line)) and current:
             out[current][0] = int(found.group(1))
     return {name: tuple(values) for name, values in out.items()}
+
+
+def test_a_cpu_kernel_is_said_to_have_no_device_stage(tmp_path):
+    import kernels
+    import lower_trace
+
+    with lower_trace.trace(mode="html", trace_dir=str(tmp_path / "t")) as run:
+        tilelang.lower(kernels.vector_add_c(), target="c")
+    for command in (["show", run.run_dir, "--device"], ["device", run.run_dir]):
+        proc = subprocess.run([lower_trace_cli(), *command], capture_output=True, text=True, timeout=120)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and "CPU or host-only" in lines[0], (command, proc.stderr)
+    table = subprocess.run([lower_trace_cli(), "list", run.run_dir, "--device"], capture_output=True, text=True, check=True).stdout
+    assert "no CUDA source (CPU or host-only kernels): k1" in table and "lower-trace device compiles" not in table

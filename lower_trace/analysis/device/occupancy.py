@@ -114,12 +114,14 @@ def occupancy(arch: str, threads_per_block: int, registers_per_thread: int, shar
     # Every block that fits the opt-in maximum fits the largest carveout, which is then what
     # the SM holds (cudaOccMaxBlocksPerSMSmemLimit with SHAREDMEM_CARVEOUT_MAX_SHARED).
     shared_blocks = lim.shared_per_sm // shared if shared else None
-    # Ties go to the hardware caps first: at a cap, fewer registers or less shared memory would not help.
     candidates = [
         ("threads", lim.max_warps_per_sm // warps),
         ("blocks per SM", lim.max_blocks_per_sm),
         ("registers", regs_blocks),
         ("shared memory", shared_blocks),
     ]
-    limiter, blocks = min(((name, n) for name, n in candidates if n is not None), key=lambda c: c[1])
+    blocks = min(n for _, n in candidates if n is not None)
+    # Every factor that allows no more (as cudaOccResult.limitingFactors flags them): where two tie,
+    # easing one alone would not help, so both are named.
+    limiter = " and ".join(name for name, n in candidates if n == blocks)
     return Occupancy(arch, blocks, blocks * warps, lim.max_warps_per_sm, limiter)

@@ -27,13 +27,15 @@ _SASS_FUNCTION = re.compile(r"^\s*\.text\.([^:\s]+):")
 _PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
 _PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*inlined_at\s+(\d+)\s+(\d+))?")
 
-# What `diff` and the kernel views count, by SASS opcode (the part before the first dot).
+# What `diff` and the kernel views count, by SASS opcode (the part before the first dot); each
+# label names exactly the opcodes it counts (docs/usage.md lists them).
 KINDS: dict[str, tuple[str, ...]] = {
-    "HGMMA/HMMA": ("HGMMA", "HMMA", "IMMA", "QGMMA", "IGMMA", "BGMMA", "UTCHMMA", "UTCQMMA", "UTCIMMA"),
-    "LDG/STG": ("LDG", "STG", "LDGSTS", "LDGDEPBAR"),
-    "LDS/STS": ("LDS", "STS", "LDSM", "STSM"),
-    "UTMALDG": ("UTMALDG", "UTMASTG", "UTMAPF", "UBLKCP"),
-    "BAR": ("BAR", "SYNCS", "WARPSYNC", "MEMBAR"),
+    "HGMMA/HMMA": ("HGMMA", "HMMA", "IMMA", "QGMMA", "IGMMA", "BGMMA", "UTCHMMA", "UTCQMMA", "UTCIMMA"),  # tensor cores
+    "LDG/STG": ("LDG", "STG", "LDGSTS"),  # global memory (LDGSTS: cp.async)
+    "LDS/STS": ("LDS", "STS", "LDSM", "STSM"),  # shared memory
+    "UTMALDG/UTMASTG": ("UTMALDG", "UTMASTG"),  # TMA loads and stores
+    "BAR": ("BAR",),  # block barriers (__syncthreads, named barriers)
+    "SYNCS": ("SYNCS",),  # mbarrier operations
     "LDL/STL": ("LDL", "STL"),  # local memory: spills and local arrays
 }
 

@@ -7,7 +7,14 @@ from lower_trace.analysis.device.launch import launch_shape
 from lower_trace.analysis.device.occupancy import occupancy
 from lower_trace.analysis.device.sass import ListingLine, kind_counts, opcode_counts, ptx_lines, sass_lines
 from lower_trace.device_model import DeviceRecord, DeviceSummary
-from lower_trace.model import KernelTrace, Trace
+from lower_trace.model import CodegenRecord, KernelTrace, Trace
+
+
+def cuda_source_step(kernel: KernelTrace) -> CodegenRecord | None:
+    """The kernel's last CUDA device codegen with a stored source: what a device compile compiles
+    (None: a CPU or host-only kernel, which has no device stage)."""
+    steps = [c for c in kernel.codegen if c.role == "device" and c.language == "cuda" and c.source]
+    return steps[-1] if steps else None
 
 
 def device_summary(trace: Trace, kernel: KernelTrace, record: DeviceRecord | None = None) -> DeviceSummary | None:
@@ -68,6 +75,7 @@ def device_differences(a: DeviceSummary | None, b: DeviceSummary | None) -> list
             differ(name.replace("_", " "), getattr(ra, name), getattr(rb, name), unit)
     differ("dynamic shared", a.launch.dynamic_shared if a.launch else None, b.launch.dynamic_shared if b.launch else None, " B")
     differ("threads", a.launch.threads if a.launch else None, b.launch.threads if b.launch else None)
+    differ("grid", "x".join(map(str, a.launch.grid)) if a.launch else None, "x".join(map(str, b.launch.grid)) if b.launch else None)
     occupancy_a = f"{a.occupancy.blocks_per_sm} blocks/SM ({a.occupancy.warps_per_sm} warps)" if a.occupancy else None
     occupancy_b = f"{b.occupancy.blocks_per_sm} blocks/SM ({b.occupancy.warps_per_sm} warps)" if b.occupancy else None
     differ("occupancy", occupancy_a, occupancy_b)

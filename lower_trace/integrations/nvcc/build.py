@@ -23,7 +23,7 @@ class Built:
     ptx: str
     binary: bytes
     output: str  # everything nvcc and its stages printed
-    command: tuple[str, ...]
+    command: tuple[str, ...]  # nvcc and its flags; the (temporary) output and input files left out
 
 
 class BuildFailed(RuntimeError):
@@ -61,7 +61,7 @@ def compile_source(source: str, name: str, arch_flags: list[str], flags: list[st
             raise BuildFailed(output or f"nvcc exited with {proc.returncode}")
         with open(binary_path, "rb") as handle:
             binary = handle.read()
-        return Built(kept_ptx(keep), binary, output, tuple(command))
+        return Built(kept_ptx(keep), binary, output, tuple(command[:-3]))  # as a capture records it: no temporary files
 
 
 def ptxas_flags(nvcc_flags: list[str]) -> list[str]:
