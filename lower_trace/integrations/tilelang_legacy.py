@@ -13,6 +13,8 @@
   functions ``LowerAndLegalize`` / ``OptimizeForTarget`` (0.1.9).
 - **Codegen**: the ``target.build.tilelang_*`` global functions, re-registered
   with a wrapper (names differ by version: ``tilelang_cpp`` up to 0.1.9).
+- **Device stage**: TileLang's nvcc call, ``tilelang.contrib.nvcc.compile_cuda``, as on 0.1.15
+  (nvcc/tilelang_device.py).
 
 ``uninstall()`` puts back every original object exactly.
 """
@@ -28,6 +30,7 @@ import tilelang
 from lower_trace.capture.naming import call_sites
 from lower_trace.capture.session import CompileSession
 from lower_trace.capture.sink import GetRun
+from lower_trace.integrations.nvcc.tilelang_device import DeviceCapture
 from lower_trace.integrations.patching import Patches
 from lower_trace.integrations.tilelang_common import (
     LIBRARY_DIRS,
@@ -60,6 +63,7 @@ class LegacyTileLangIntegration:
         self._patches = Patches()
         self._codegen = GlobalFunctions()
         self._hooks = SourceHooks()
+        self._device = DeviceCapture(get_run)
         self._cache_was_enabled = False
 
     def install(self) -> None:
@@ -78,12 +82,14 @@ class LegacyTileLangIntegration:
         self._patch_phases()
         self._codegen.wrap("target.build.tilelang_", _traced_codegen)
         self._hooks.install()
+        self._device.install()
         self._cache_was_enabled = bypass_kernel_cache(run)
 
     def uninstall(self) -> None:
         self._patches.undo()
         self._codegen.restore()
         self._hooks.uninstall()
+        self._device.uninstall()
         restore_kernel_cache(self._cache_was_enabled)
         self._cache_was_enabled = False
 

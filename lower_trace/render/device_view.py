@@ -64,7 +64,7 @@ def write_summary(out: TextIO, summary: DeviceSummary) -> None:
         out.write(f"  launch grid {grid[0]}x{grid[1]}x{grid[2]} · block {block[0]}x{block[1]}x{block[2]} ({summary.launch.threads} threads)\n")
     if summary.counts:
         out.write("  instructions " + " · ".join(f"{kind} {count}" for kind, count in summary.counts) + "\n")
-    elif record.binary:
+    elif record.binary and not record.error:  # an error says why there is none (nvdisasm missing)
         out.write("  SASS not disassembled yet: lower-trace device -k " + summary.kernel_id + "\n")
     if record.error and summary.resources is not None:
         out.write(f"  note: {record.error}\n")

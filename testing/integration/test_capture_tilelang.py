@@ -177,7 +177,11 @@ def test_reset_starts_a_new_run_and_disable_restores_tilelang(tmp_path, lower_cu
     from tilelang.instrumentation import session as tl_session
 
     cache_before = tilelang.is_cache_enabled()
+    from tilelang.contrib import nvcc
+
+    compile_cuda = nvcc.compile_cuda
     first = lower_trace.enable(mode="html", trace_dir=tmp_path)
+    assert nvcc.compile_cuda is not compile_cuda  # TileLang's nvcc call is traced (the device stage) ...
     assert lower_trace.enable(mode="html", trace_dir=tmp_path) is first  # idempotent
     assert "lower-trace" in tl_session._tool_factories
     lower_cuda(kernels.elementwise_add())
@@ -189,6 +193,7 @@ def test_reset_starts_a_new_run_and_disable_restores_tilelang(tmp_path, lower_cu
     lower_trace.disable()
     lower_trace.disable()  # idempotent
     assert "lower-trace" not in tl_session._tool_factories
+    assert nvcc.compile_cuda is compile_cuda  # ... and put back exactly
     assert tilelang.is_cache_enabled() == cache_before
     assert first.run_dir != second.run_dir
     assert "no kernel was compiled" not in capsys.readouterr().err

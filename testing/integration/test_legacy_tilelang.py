@@ -46,6 +46,7 @@ def hook_points():
         "tilelang.engine.lower.lower": lower_module.lower,
     }
     points["JITKernel._compile_and_create_adapter"] = sys.modules["tilelang.jit.kernel"].JITKernel.__dict__["_compile_and_create_adapter"]
+    points["tilelang.contrib.nvcc.compile_cuda"] = sys.modules["tilelang.contrib.nvcc"].compile_cuda
     pipeline = sys.modules.get("tilelang.backend.pass_pipeline.pipeline")
     if pipeline is not None:
         points["PassPipeline.lower"] = pipeline.PassPipeline.__dict__["lower"]
@@ -211,3 +212,30 @@ def test_layouts_come_back_exactly_and_replay_says_what_it_cannot_restore(tmp_pa
         # Without its thread range tl.LowerTileOp makes other code, and replay says why.
         assert done.returncode == 1 and "differs from the recorded output" in done.stdout and "thread range" in done.stdout
     assert truth == lower_trace.load_trace(run.run_dir).snapshot(next(p.after for p in kernel.passes if p.name == "tl.LowerTileOp"))
+
+
+def test_tilelangs_nvcc_call_leaves_the_device_stage_nvcc_reports(tmp_path):
+    """tilelang.compile for sm_90a runs nvcc inside codegen: the trace holds ptxas' numbers for the
+    very source TileLang compiled, as nvcc --ptxas-options=--verbose gives them (run here)."""
+    import re
+    import subprocess
+
+    from lower_trace.integrations.nvcc.toolchain import find_tool
+
+    if not find_tool("nvcc"):
+        pytest.skip("needs nvcc")
+    target = "cuda -arch=sm_90a" if tilelang.__version__ == "0.1.9" else {"kind": "cuda", "arch": "sm_90a"}
+    with lower_trace.trace(mode="html", trace_dir=tmp_path) as run:
+        tilelang.compile(kernels.gemm(M=512, N=512, K=512), target=target)
+    trace = lower_trace.load_trace(run.run_dir)
+    record = trace.kernels[0].device_stage
+    assert record is not None and record.how == "capture" and record.arch == "sm_90a", trace.kernels[0]
+    source = tmp_path / record.source_name
+    source.write_text(trace.snapshot(record.source))
+    command = [*record.command, "--ptxas-options=--verbose", "-o", str(tmp_path / "k.cubin"), str(source)]
+    proc = subprocess.run(command, capture_output=True, text=True, check=True)
+    text = proc.stdout + proc.stderr
+    registers = int(re.search(r"Used (\d+) registers", text).group(1))
+    stack, stores, loads = (int(n) for n in re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", text).groups())
+    ours = record.function()
+    assert (ours.registers, ours.stack, ours.spill_stores, ours.spill_loads) == (registers, stack, stores, loads)
