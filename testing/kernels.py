@@ -256,6 +256,52 @@ def shape_mismatch():
     return shape_mismatch
 
 
+def padded_transposed_fragment(N=64):
+    """transposed_fragment's failure in tl.LayoutInference among statements it does not need (a
+    row reduction, an epilogue, extra outputs): what `lower-trace reduce` must take away. The
+    lines marked "padding" are those."""
+
+    @T.prim_func
+    def padded_transposed_fragment(
+        A: T.Tensor((N, N), "float32"), B: T.Tensor((N, N), "float32"), C: T.Tensor((N,), "float32"), D: T.Tensor((N, N), "float32")
+    ):
+        with T.Kernel(1, threads=128) as _:
+            frag = T.alloc_fragment((N, N), "float32")
+            other = T.alloc_fragment((N, N), "float32")  # padding
+            row = T.alloc_fragment((N,), "float32")  # padding
+            T.copy(A, other)  # padding
+            T.reduce_sum(other, row, dim=1)  # padding
+            T.copy(row, C)  # padding
+            for i, j in T.Parallel(N, N):
+                frag[i, j] = A[i, j]
+            for i, j in T.Parallel(N, N):  # padding
+                D[i, j] = other[i, j] * 2.0  # padding
+            for i, j in T.Parallel(N, N):
+                B[i, j] = frag[i, j] + frag[j, i]
+
+    return padded_transposed_fragment
+
+
+def padded_shape_mismatch():
+    """shape_mismatch's failure in tl.LowerTileOp among statements it does not need."""
+
+    @T.prim_func
+    def padded_shape_mismatch(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            s = T.alloc_shared((32, 48), "float32")
+            t = T.alloc_shared((64, 64), "float32")  # padding
+            f = T.alloc_fragment((64, 64), "float32")  # padding
+            T.copy(A, t)  # padding
+            T.copy(t, f)  # padding
+            for i, j in T.Parallel(64, 64):  # padding
+                f[i, j] = f[i, j] + 1.0  # padding
+            T.copy(A[0:32, 0:48], s)
+            T.copy(f, C)  # padding
+            T.copy(s, B[0:64, 0:64])
+
+    return padded_shape_mismatch
+
+
 CUDA_KERNELS = {
     "gemm": gemm,
     "elementwise": elementwise_add,

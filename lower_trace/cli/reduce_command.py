@@ -1,0 +1,82 @@
+"""``lower-trace reduce``: a failed pass's reproducer shrunk to a bug-report-sized module."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from typing import Any
+
+from lower_trace.cli.options import add_kernel, add_trace
+from lower_trace.cli.selection import UsageError, kernels_of
+from lower_trace.model import PassStatus
+from lower_trace.rerun import repro
+
+
+def cmd_reduce(args: argparse.Namespace) -> int:
+    """Shrink the input of a failed pass (or of -p PASS, held under TL_LOWER_TRACE_REPLAY=1) to a
+    module that still fails the same way, 1-minimal: FOLDER gets input.json, repro.py, error.txt
+    and reduced.py (the module as TVMScript). DIR may also be a reproducer folder."""
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise UsageError(f"-o {args.output}: a file is there; name a folder (it is created)")
+    if args.test and not os.access(args.test, os.X_OK):
+        raise UsageError(f"--test {args.test}: not an executable file (it gets a candidate's folder and exits 0 when it is still interesting)")
+    with tempfile.TemporaryDirectory(prefix="lower-trace-reduce-input-") as scratch:
+        source = args.trace if _is_reproducer(args.trace) else _write_reproducer(args, scratch)
+        from lower_trace.rerun.reduction import NotInteresting, reduce
+
+        def say(line: str) -> None:
+            if sys.stderr.isatty():
+                sys.stderr.write(f"lower-trace reduce: {line}\n")
+
+        try:
+            result = reduce(source, args.output, timeout=args.timeout, jobs=args.jobs, matches=args.matches, test=args.test, say=say)
+        except NotInteresting as exc:
+            raise UsageError(str(exc)) from None
+    minutes, seconds = divmod(round(result.seconds), 60)
+    took = f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
+    stopped = " (interrupted: the smallest so far)" if result.interrupted else ""
+    print(f"reduced: statements {result.before} → {result.after}, {result.tries} tries ({result.ill_formed} ill-formed skipped, "
+          f"{result.timeouts} timed out), {took}{stopped}")  # fmt: skip
+    said = f"   # {result.failure.type}: {result.failure.message[:120]}" if result.failure else ""
+    print(f"  {repro.command(result.folder)}{said}")
+    print(f"  {os.path.join(result.folder, 'reduced.py')}   # the module, to paste into a bug report")
+    return 0
+
+
+def _is_reproducer(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, repro.INPUT)) and os.path.isfile(os.path.join(path, repro.SCRIPT))
+
+
+def _write_reproducer(args: argparse.Namespace, scratch: str) -> str:
+    from lower_trace.cli.rerun import _compiler, _one_kernel, _one_pass, _plan
+    from lower_trace.store.reader import load_trace
+
+    trace = load_trace(args.trace)
+    if args.pass_ is not None:
+        kernel = _one_kernel(trace, args.kernel, "reduce -p")
+        record = _one_pass(trace, kernel, args.pass_)
+    else:
+        failed = [(k, p) for k in kernels_of(trace, args.kernel) for p in k.passes if p.status is PassStatus.FAILED or p.crashed]
+        if not failed:
+            raise UsageError(f"{trace.path}: no pass failed here; name one with -k KERNEL -p PASS (its input is held under TL_LOWER_TRACE_REPLAY=1)")
+        if len(failed) > 1:
+            named = ", ".join(f"{k.kernel_id} {p.seq} {p.name}" for k, p in failed[:8])
+            raise UsageError(f"{trace.path}: {len(failed)} passes failed; pick one with -k KERNEL -p PASS: {named}")
+        kernel, record = failed[0]
+    passes, start, why = _plan(trace, kernel, record, _compiler(), None)
+    repro.write(scratch, repro.spec_for(trace, kernel, record, passes, why), trace.ir_json(start.input))
+    return scratch
+
+
+def add_parser(sub: Any) -> None:
+    red = sub.add_parser("reduce", help="shrink a failed pass's input to the smallest module that still fails", description=cmd_reduce.__doc__)
+    add_trace(red)
+    add_kernel(red)
+    red.add_argument("-p", "--pass", dest="pass_", metavar="PASS", help="the pass (default: the failed one)")
+    red.add_argument("-o", "--output", required=True, metavar="FOLDER", help="where to write the reduced reproducer")
+    red.add_argument("--matches", metavar="REGEX", help="interesting: the message matches REGEX (default: the same error, numbers aside)")
+    red.add_argument("--test", metavar="SCRIPT", help="interesting: SCRIPT FOLDER exits 0 (C-Reduce's convention)")
+    red.add_argument("--timeout", type=float, default=120.0, help="seconds per try (default 120)")
+    red.add_argument("-j", "--jobs", type=int, default=0, help="tries at a time (default: one per core)")
+    red.set_defaults(func=cmd_reduce)

@@ -1,0 +1,220 @@
+"""`lower-trace reduce`: a failing pass's input shrunk to a module that still fails the same way.
+
+Delta debugging (Zeller's ddmin) over the places the IR can be made smaller (integrations/
+reduce_ir.py: statements of sequences, loops, buffers nothing uses), one kind at a time, coarse
+to fine, round after round until a round takes nothing away: the result is 1-minimal -- taking
+away any one more place makes it stop failing. A candidate is tried as the reproducer itself
+runs it: its repro.py on the candidate's input.json, in a child process with a timeout (a pass
+may abort or hang), `jobs` at a time; TVM's well-formedness verifier filters candidates first.
+
+Interesting (C-Reduce's word) by default: the child fails with the original's exception type and
+a message equal to the original's once numbers are blanked; --matches REGEX on the message
+instead; --test SCRIPT: the script, given a candidate's folder, exits 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from lower_trace.integrations import reduce_ir
+from lower_trace.rerun.repro import ERROR, INPUT, SCRIPT
+
+KINDS = ("statement", "loop", "buffer")
+REDUCED = "reduced.py"
+_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit|Interrupt))(?:: ?(.*))?$")
+
+
+class NotInteresting(RuntimeError):
+    """The unreduced input does not fail the way asked for: nothing to reduce."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    type: str
+    message: str  # its first line
+
+
+@dataclass
+class Reduction:
+    before: int  # statements
+    after: int
+    tries: int
+    ill_formed: int  # candidates the verifier rejected (not run)
+    timeouts: int
+    seconds: float
+    folder: str
+    failure: Failure | None
+    interrupted: bool = False
+
+
+def failure_of(stderr: str) -> Failure | None:
+    """The exception a reproducer's child died of: the last traceback line naming one."""
+    for line in reversed(stderr.strip().splitlines()):
+        match = _EXCEPTION.match(line.strip())
+        if match:
+            return Failure(match.group(1), (match.group(2) or "").strip())
+    return None
+
+
+def normalised(message: str) -> str:
+    """A message with what a reduction changes blanked: numbers (extents, indices, line numbers)."""
+    return re.sub(r"\d+", "N", message.split("  --> ")[0]).strip()
+
+
+class Tester:
+    """Runs candidates; says whether each is interesting; counts and caches."""
+
+    def __init__(self, script: str, timeout: float, matches: str | None, test: str | None) -> None:
+        self.script, self.timeout, self.test = script, timeout, test
+        self.matches = re.compile(matches) if matches else None
+        self.reference: Failure | None = None
+        self.tries = self.ill_formed = self.timeouts = 0
+        self._seen: dict[str, tuple[bool, Failure | None]] = {}
+        self._lock = threading.Lock()
+        self.work = tempfile.mkdtemp(prefix="lower-trace-reduce-")
+
+    def close(self) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def run(self, text: str) -> tuple[bool, Failure | None]:
+        """(interesting, the failure) of an input given as TVM's JSON."""
+        key = hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+        with self._lock:
+            if key in self._seen:
+                return self._seen[key]
+            self.tries += 1
+        folder = os.path.join(self.work, key)
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, INPUT), "w", encoding="utf-8") as handle:
+            handle.write(text)
+        shutil.copy(self.script, os.path.join(folder, SCRIPT))
+        command = [self.test, folder] if self.test else [sys.executable, os.path.join(folder, SCRIPT)]
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=self.timeout, cwd=folder, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            with self._lock:
+                self.timeouts += 1
+            result: tuple[bool, Failure | None] = (False, None)
+        else:
+            failure = failure_of(proc.stderr) if proc.returncode != 0 else None
+            result = (proc.returncode == 0 if self.test else self._interesting(failure), failure)
+        shutil.rmtree(folder, ignore_errors=True)
+        with self._lock:
+            self._seen[key] = result
+        return result
+
+    def _interesting(self, failure: Failure | None) -> bool:
+        if failure is None:
+            return False
+        if self.matches is not None:
+            return bool(self.matches.search(failure.message))
+        ref = self.reference
+        return ref is not None and failure.type == ref.type and normalised(failure.message) == normalised(ref.message)
+
+
+def ddmin(items: Sequence[Any], interesting: Callable[[list[Any]], bool], jobs: int) -> list[Any]:
+    """A 1-minimal sublist of items (as kept) for which interesting(kept) holds, given it holds
+    for all of them. The subsets and complements of a split are tried `jobs` at a time; the
+    first (in order) that is interesting is taken."""
+    kept = list(items)
+    n = 2
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        while len(kept) >= 2:
+            chunks = [kept[i * len(kept) // n : (i + 1) * len(kept) // n] for i in range(n)]
+            candidates = [c for c in chunks if c] + ([[x for c2 in chunks if c2 is not c for x in c2] for c in chunks] if n > 2 else [])
+            found = None
+            for start in range(0, len(candidates), max(1, jobs)):
+                batch = candidates[start : start + max(1, jobs)]
+                answers = list(pool.map(interesting, batch))
+                found = next((c for c, ok in zip(batch, answers, strict=True) if ok), None)
+                if found is not None:
+                    break
+            if found is not None:
+                n = 2 if len(found) < len(kept) and found in chunks else max(n - 1, 2)
+                kept = found
+            elif n < len(kept):
+                n = min(len(kept), 2 * n)
+            else:
+                break
+        if len(kept) == 1 and interesting([]):
+            kept = []
+    return kept
+
+
+def reduce(
+    repro_folder: str, out_folder: str, timeout: float = 120.0, jobs: int = 0, matches: str | None = None, test: str | None = None,
+    say: Callable[[str], None] = lambda line: None,
+) -> Reduction:  # fmt: skip
+    """Reduce the reproducer in repro_folder into out_folder (created); Ctrl-C keeps the best so far."""
+    started = time.perf_counter()
+    with open(os.path.join(repro_folder, INPUT), encoding="utf-8") as handle:
+        original = handle.read()
+    tester = Tester(os.path.join(repro_folder, SCRIPT), timeout, matches, test)
+    jobs = jobs or os.cpu_count() or 1
+    best_text, best_failure = original, None
+    mod = reduce_ir.load(original)
+    before = reduce_ir.statement_count(mod)
+    interrupted = False
+    try:
+        ok, tester.reference = tester.run(original)
+        best_failure = tester.reference
+        if not ok and not tester.test and matches is None:
+            ok = tester.reference is not None
+        if not ok:
+            what = f"its failure ({tester.reference.type}) does not match {matches!r}" if matches and tester.reference else "it does not fail"
+            raise NotInteresting(f"{repro_folder}: nothing to reduce: {what}" + (f" ({test} exits non-zero on it)" if test else ""))
+        changed = True
+        while changed:
+            changed = False
+            for kind in KINDS:
+                sites = reduce_ir.sites(mod, kind)
+                if not sites:
+                    continue
+                say(f"{kind}s: {len(sites)} to try, {reduce_ir.statement_count(mod)} statements now")
+
+                def interesting(kept: list[Any], sites: list[Any] = sites, mod: Any = mod) -> bool:
+                    candidate = reduce_ir.without(mod, [s for s in sites if s not in kept])
+                    if not reduce_ir.well_formed(candidate):
+                        with tester._lock:
+                            tester.ill_formed += 1
+                        return False
+                    return tester.run(reduce_ir.save(candidate))[0]
+
+                kept = ddmin(sites, interesting, jobs)
+                if len(kept) < len(sites):
+                    mod = reduce_ir.without(mod, [s for s in sites if s not in kept])
+                    best_text = reduce_ir.save(mod)
+                    best_failure = tester.run(best_text)[1] or best_failure
+                    changed = True
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        tester.close()
+    _write(out_folder, repro_folder, best_text, reduce_ir.script(reduce_ir.load(best_text)), best_failure)
+    after = reduce_ir.statement_count(reduce_ir.load(best_text))
+    return Reduction(before, after, tester.tries, tester.ill_formed, tester.timeouts, time.perf_counter() - started, out_folder, best_failure, interrupted)
+
+
+def _write(out_folder: str, repro_folder: str, text: str, script: str, failure: Failure | None) -> None:
+    os.makedirs(out_folder, exist_ok=True)
+    with open(os.path.join(out_folder, INPUT), "w", encoding="utf-8") as handle:
+        handle.write(text)
+    if os.path.abspath(out_folder) != os.path.abspath(repro_folder):
+        shutil.copy(os.path.join(repro_folder, SCRIPT), os.path.join(out_folder, SCRIPT))
+    with open(os.path.join(out_folder, REDUCED), "w", encoding="utf-8") as handle:
+        handle.write(f"# The input lower-trace reduce left (TVMScript, for reading; repro.py runs {INPUT})\n{script}")
+    if failure is not None:
+        with open(os.path.join(out_folder, ERROR), "w", encoding="utf-8") as handle:
+            handle.write(f"{failure.type}: {failure.message}\n")
