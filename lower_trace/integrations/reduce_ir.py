@@ -3,7 +3,8 @@ made smaller, and the smaller module a chosen set of those places gives.
 
 A *site* is one thing the reducer may take away, numbered in the pre-order of the module it was
 found in: a statement of a sequence (deleted), a loop (replaced by its body at its first
-iteration), a buffer a block allocates that nothing names any more (dropped). Every candidate
+iteration), a buffer a block allocates that nothing names any more (dropped), an annotation of
+a block or a loop (dropped). Every candidate
 is built from the same module and its chosen sites, so sites keep their numbers through a
 whole round of delta debugging; the next round numbers the sites of the round's result.
 """
@@ -21,6 +22,7 @@ from lower_trace.integrations.tilelang_layout_restore import restore_layouts
 
 tir: Any = getattr(tvm, "tirx", None) or tvm.tir  # 0.1.15's TVM calls it tirx
 _NOOP = tir.Evaluate(0)
+_BLOCK: Any = getattr(tir, "SBlock", None) or getattr(tir, "Block", None)
 _SEQ_KEY = "tirx.SeqStmt" if hasattr(tvm, "tirx") else "tir.SeqStmt"  # the type key ir_transform filters on
 
 
@@ -87,11 +89,14 @@ def sites(mod: Any, kind: str) -> list[Site]:
     elif kind == "loop":
         out = [Site(kind, index[node], f"For {node.loop_var.name}") for node in nodes if isinstance(node, tir.For)]
     elif kind == "buffer":
-        block_type = getattr(tir, "SBlock", getattr(tir, "Block", None))
         for node in nodes:
-            if block_type is not None and isinstance(node, block_type):
+            if _BLOCK is not None and isinstance(node, _BLOCK):
                 used = _buffers_named(node.body)
                 out += [Site(kind, index[node], f"buffer {b.name}") for b in node.alloc_buffers if b.data not in used]
+    elif kind == "annotation":
+        for node in nodes:
+            if isinstance(node, (tir.For, *((_BLOCK,) if _BLOCK is not None else ()))) and node.annotations:
+                out += [Site(kind, index[node], f"annotation {key}") for key in node.annotations]
     return sorted(set(out), key=lambda s: (s.number, s.label))
 
 
@@ -116,11 +121,11 @@ def without(mod: Any, chosen: Iterable[Site]) -> Any:
     if not chosen:
         return mod
     nodes = _nodes(mod)
-    by_node = {nodes[site.number]: site for site in chosen if site.kind != "buffer"}
-    buffers: dict[Any, set[str]] = {}
+    by_node = {nodes[site.number]: site for site in chosen if site.kind in ("statement", "loop")}
+    buffers: dict[Any, set[str]] = {}  # per block or loop, the names to drop from it (buffers or annotation keys)
     for site in chosen:
-        if site.kind == "buffer":
-            buffers.setdefault(nodes[site.number], set()).add(site.label.removeprefix("buffer "))
+        if site.kind in ("buffer", "annotation"):
+            buffers.setdefault(nodes[site.number], set()).add(site.label.split(" ", 1)[1])
 
     def preorder(node: Any) -> Any:
         site = by_node.get(node)
@@ -138,23 +143,25 @@ def without(mod: Any, chosen: Iterable[Site]) -> Any:
 
     out = mod
     for gv, func in _functions(mod):
-        body = _drop_buffers(func.body, buffers) if buffers else tir.stmt_functor.ir_transform(func.body, preorder, None)
+        body = _drop_names(func.body, buffers) if buffers else tir.stmt_functor.ir_transform(func.body, preorder, None)
         body = tir.stmt_functor.ir_transform(body, None, postorder, [_SEQ_KEY])
         out = tvm.IRModule({g: (func.with_body(body) if g.same_as(gv) else f) for g, f in out.functions.items()}, attrs=out.attrs)
     return out
 
 
-def _drop_buffers(body: Any, buffers: dict[Any, set[str]]) -> Any:
-    """The body with the named buffers taken out of the allocations of the blocks (by id) that hold them."""
+def _drop_names(body: Any, names_of: dict[Any, set[str]]) -> Any:
+    """The body with the named buffers taken out of blocks' allocations and the named keys out of
+    blocks' and loops' annotations (the nodes by identity, as found in body)."""
 
     def preorder(node: Any) -> Any:
-        names = buffers.get(node)
+        names = names_of.get(node)
         if names is None:
             return None
-        kept = [b for b in node.alloc_buffers if b.name not in names]
         inner = tir.stmt_functor.ir_transform(node.body, preorder, None)
-        return node.__class__(
-            node.iter_vars, node.reads, node.writes, node.name_hint, inner, node.init, kept, node.match_buffers, node.annotations,
-        )  # fmt: skip
+        annotations = {key: value for key, value in node.annotations.items() if key not in names}
+        if isinstance(node, tir.For):
+            return tir.For(node.loop_var, node.min, node.extent, node.kind, inner, node.thread_binding, annotations)
+        kept = [b for b in node.alloc_buffers if b.name not in names]
+        return node.__class__(node.iter_vars, node.reads, node.writes, node.name_hint, inner, node.init, kept, node.match_buffers, annotations)
 
     return tir.stmt_functor.ir_transform(body, preorder, None)

@@ -69,6 +69,17 @@ def write_culprit(
     out.write(f"  compare them: lower-trace diff {good.trace.path}:{kernel.kernel_id} {bad.trace.path}:{kernel.kernel_id}\n")
     out.write(f"  reproduce the bad run:  {again[0]}\n")
     out.write(f"  and the good one:       {again[1]}\n")
+    if culprit.input:
+        out.write(
+            f"  shrink its input:       lower-trace reduce {bad.trace.path} -k {kernel.kernel_id} -p {culprit.seq} -o FOLDER --test SCRIPT"
+            "  (SCRIPT gets a candidate's folder: exit 0 while the pass still changes your result)\n"
+        )
+    else:  # bisect's runs keep no pass inputs
+        out.write(
+            "  shrink its input:       run the bad run again with TL_LOWER_TRACE_REPLAY=1 (every pass's input kept), then"
+            f" lower-trace reduce THAT_RUN -k {kernel.kernel_id} -p {culprit.seq} -o FOLDER --test SCRIPT"
+            "  (SCRIPT gets a candidate's folder: exit 0 while the pass still changes your result)\n"
+        )
     _untested(out, answer)
     divergence = parted.divergence if parted is not None else None
     if parted is not None and divergence is not None and divergence.kind != "input":

@@ -2,6 +2,8 @@
 (the reproducers themselves: integration/test_repro.py)."""
 
 import os
+import shlex
+import subprocess
 
 import pytest
 
@@ -13,6 +15,7 @@ tilelang = pytest.importorskip("tilelang")
 from tilelang import tvm  # noqa: E402
 
 import kernels  # noqa: E402
+from support import lower_trace_cli  # noqa: E402
 
 CUDA = {"kind": "cuda", "arch": "sm_90a"}
 
@@ -34,10 +37,16 @@ def test_the_report_shows_the_reproducer_command(browser, tmp_path):
     try:
         assert view.active() == failed.seq  # the report opens on the failure
         box = view.page.locator("#detail .repro-note")
-        assert box.locator("code").inner_text() == f"python {failed.repro}/repro.py"
+        assert box.locator("code").first.inner_text() == f"python {failed.repro}/repro.py"
         view.context.grant_permissions(["clipboard-read", "clipboard-write"])
-        box.locator("button.copy").click()
+        box.locator("button.copy").first.click()
         assert view.page.evaluate("navigator.clipboard.readText()") == f"python {failed.repro}/repro.py"
+        # Beside it, the command that shrinks the same input: it runs as shown (FOLDER filled in).
+        reduce = box.locator(".reduce-note code").inner_text()
+        assert reduce == f"lower-trace reduce {run.run_dir} -k {failed.kernel} -p {failed.seq} -o FOLDER"
+        words = shlex.split(reduce.replace("FOLDER", str(tmp_path / "reduced")))
+        done = subprocess.run([lower_trace_cli(), *words[1:]], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0 and done.stdout.startswith("reduced: statements "), done.stderr
         assert not view.errors(), view.messages
     finally:
         view.close()

@@ -86,6 +86,9 @@ def test_bisect_names_the_injected_pass(tmp_path):
     diff = out.split("did in the bad run:")[1]
     assert any(line.strip().startswith("-") and "3.0" in line for line in diff.splitlines())
     assert any(line.strip().startswith("+") and "3.5" in line for line in diff.splitlines())
+    # How to shrink the bad pass's input against the user's check (lower-trace reduce --test).
+    shrink = next(line for line in out.splitlines() if "shrink its input:" in line)
+    assert "TL_LOWER_TRACE_REPLAY=1" in shrink and re.search(r"lower-trace reduce \S+ -k k\d+ -p \d+ -o FOLDER --test SCRIPT", shrink)
     # The command it prints reproduces the bad run.
     line = next(line for line in out.splitlines() if "reproduce the bad run:" in line).split("reproduce the bad run:", 1)[1].strip()
     again = subprocess.run(line, shell=True, capture_output=True, text=True, env={**os.environ, "TL_LOWER_TRACE_DIR": str(tmp_path / "again")})

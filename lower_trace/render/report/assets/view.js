@@ -280,6 +280,14 @@ const LTView = (() => {
     box.appendChild(el("span", "", what + " "));
     box.appendChild(el("code", "", command));
     box.appendChild(copyButton("copy command", command));
+    // The same input shrunk to the smallest module that still fails the same way (lower-trace reduce).
+    const run = location.protocol === "file:" ? decodeURIComponent(location.pathname).replace(/\/[^/]*$/, "") : "RUN";
+    const reduce = `lower-trace reduce ${run} -k ${step.kernel} -p ${step.seq} -o FOLDER`;
+    const line = el("div", "reduce-note");
+    line.appendChild(el("span", "", "Shrink it to a bug-report-sized module that fails the same way: "));
+    line.appendChild(el("code", "", reduce));
+    line.appendChild(copyButton("copy command", reduce));
+    box.appendChild(line);
     return box;
   }
 
