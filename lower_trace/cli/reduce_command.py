@@ -23,7 +23,10 @@ def cmd_reduce(args: argparse.Namespace) -> int:
         raise UsageError(f"--test {args.test}: not an executable file (it gets a candidate's folder and exits 0 when it is still interesting)")
     with tempfile.TemporaryDirectory(prefix="lower-trace-reduce-input-") as scratch:
         source = args.trace if _is_reproducer(args.trace) else _write_reproducer(args, scratch)
-        from lower_trace.rerun.reduction import NotInteresting, reduce
+        try:
+            from lower_trace.rerun.reduction import NotInteresting, reduce
+        except ImportError as exc:
+            raise UsageError(f"lower-trace reduce needs the compiler the reproducer runs (TileLang or TVM) installed here: {exc}") from None
 
         def say(line: str) -> None:
             if sys.stderr.isatty():

@@ -15,8 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import tilelang  # noqa: F401  (registers TileLang's IR nodes before a module is loaded)
-from tilelang import tvm
+try:
+    import tilelang  # noqa: F401  (registers TileLang's IR nodes before a module is loaded)
+    from tilelang import tvm
+except ImportError:  # plain TVM
+    import tvm
 
 from lower_trace.integrations.tilelang_layout_restore import restore_layouts
 
