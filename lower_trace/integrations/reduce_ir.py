@@ -4,7 +4,8 @@ made smaller, and the smaller module a chosen set of those places gives.
 A *site* is one thing the reducer may take away, numbered in the pre-order of the module it was
 found in: a statement of a sequence (deleted), a loop (replaced by its body at its first
 iteration), a buffer a block allocates that nothing names any more (dropped), an annotation of
-a block or a loop (dropped). Every candidate
+a block or a loop (dropped), a stored value (made a constant, or one operand of a binary
+operation). Every candidate
 is built from the same module and its chosen sites, so sites keep their numbers through a
 whole round of delta debugging; the next round numbers the sites of the round's result.
 """
@@ -25,6 +26,7 @@ from lower_trace.integrations.tilelang_layout_restore import restore_layouts
 
 tir: Any = getattr(tvm, "tirx", None) or tvm.tir  # 0.1.15's TVM calls it tirx
 _NOOP = tir.Evaluate(0)
+_BINARY = tuple(getattr(tir, name) for name in ("Add", "Sub", "Mul", "Div", "FloorDiv", "FloorMod", "Min", "Max") if hasattr(tir, name))
 _BLOCK: Any = getattr(tir, "SBlock", None) or getattr(tir, "Block", None)
 _SEQ_KEY = "tirx.SeqStmt" if hasattr(tvm, "tirx") else "tir.SeqStmt"  # the type key ir_transform filters on
 
@@ -96,6 +98,12 @@ def sites(mod: Any, kind: str) -> list[Site]:
             if _BLOCK is not None and isinstance(node, _BLOCK):
                 used = _buffers_named(node.body)
                 out += [Site(kind, index[node], f"buffer {b.name}") for b in node.alloc_buffers if b.data not in used]
+    elif kind == "value":
+        for node in nodes:
+            if isinstance(node, tir.BufferStore) and not isinstance(node.value, (tir.IntImm, tir.FloatImm)):
+                out.append(Site(kind, index[node], "value 0"))
+                if isinstance(node.value, _BINARY):
+                    out += [Site(kind, index[node], "value a"), Site(kind, index[node], "value b")]
     elif kind == "annotation":
         for node in nodes:
             if isinstance(node, (tir.For, *((_BLOCK,) if _BLOCK is not None else ()))) and node.annotations:
@@ -125,12 +133,19 @@ def without(mod: Any, chosen: Iterable[Site]) -> Any:
         return mod
     nodes = _nodes(mod)
     by_node = {nodes[site.number]: site for site in chosen if site.kind in ("statement", "loop")}
+    values: dict[Any, set[str]] = {}  # per store, the replacements chosen for its value (the first that applies is made)
+    for site in chosen:
+        if site.kind == "value":
+            values.setdefault(nodes[site.number], set()).add(site.label.split(" ", 1)[1])
     buffers: dict[Any, set[str]] = {}  # per block or loop, the names to drop from it (buffers or annotation keys)
     for site in chosen:
         if site.kind in ("buffer", "annotation"):
             buffers.setdefault(nodes[site.number], set()).add(site.label.split(" ", 1)[1])
 
     def preorder(node: Any) -> Any:
+        picks = values.get(node)
+        if picks is not None:
+            return tir.BufferStore(node.buffer, _smaller_value(node.value, picks), node.indices, node.predicate)
         site = by_node.get(node)
         if site is None:
             return None
@@ -168,3 +183,14 @@ def _drop_names(body: Any, names_of: dict[Any, set[str]]) -> Any:
         return node.__class__(node.iter_vars, node.reads, node.writes, node.name_hint, inner, node.init, kept, node.match_buffers, annotations)
 
     return tir.stmt_functor.ir_transform(body, preorder, None)
+
+
+def _smaller_value(value: Any, picks: set[str]) -> Any:
+    """A constant of the value's type ("0"), else one operand of a binary value ("a", "b")."""
+    if "0" in picks:
+        return tir.const(0, value.dtype)
+    if "a" in picks and isinstance(value, _BINARY):
+        return value.a
+    if "b" in picks and isinstance(value, _BINARY):
+        return value.b
+    return value

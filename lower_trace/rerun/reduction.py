@@ -2,7 +2,7 @@
 
 Delta debugging (Zeller's ddmin) over the places the IR can be made smaller (integrations/
 reduce_ir.py: statements of sequences, loops, buffers nothing uses), one kind at a time, coarse
-to fine (statements, loops, unused buffers, annotations), round after round until a round takes nothing away: the result is 1-minimal -- taking
+to fine (statements, loops, unused buffers, annotations, stored values), round after round until a round takes nothing away: the result is 1-minimal -- taking
 away any one more place makes it stop failing. A candidate is tried as the reproducer itself
 runs it: its repro.py on the candidate's input.json, in a child process with a timeout (a pass
 may abort or hang), `jobs` at a time; TVM's well-formedness verifier filters candidates first.
@@ -31,7 +31,7 @@ from typing import Any
 from lower_trace.integrations import reduce_ir
 from lower_trace.rerun.repro import ERROR, INPUT, SCRIPT
 
-KINDS = ("statement", "loop", "buffer", "annotation")
+KINDS = ("statement", "loop", "buffer", "annotation", "value")
 REDUCED = "reduced.py"
 _EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit|Interrupt))(?:: ?(.*))?$")
 
