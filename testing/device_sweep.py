@@ -1,6 +1,7 @@
 """A sweep that TileLang compiles with nvcc (`tilelang.compile` for sm_90a), traced in a fresh
-process: what the device-stage tests of the integration and browser tiers read. Two GEMM tiles
-(the 128x256 one spills) and an elementwise kernel (other registers)."""
+process: what the device-stage tests of the integration and browser tiers read. Two GEMM tiles for
+sm_90a (the 128x256 one spills; warp specialisation pins both at 240 registers) and, with
+`ampere`, two for sm_80, where the tile decides the registers (64x64: fewer than 128x128)."""
 
 import os
 import subprocess
@@ -13,8 +14,9 @@ import tilelang, kernels
 target = {"kind": "cuda", "arch": "sm_90a"}
 tilelang.compile(kernels.gemm(M=512, N=512, K=512, block_M=64, block_N=128), target=target)
 tilelang.compile(kernels.gemm(M=512, N=512, K=512, block_M=128, block_N=256), target=target)
-if ELEMENTWISE:
-    tilelang.compile(kernels.elementwise_add(M=256, N=256), target=target)
+if AMPERE:
+    for block in (64, 128):
+        tilelang.compile(kernels.gemm(M=512, N=512, K=512, block_M=block, block_N=block), target={"kind": "cuda", "arch": "sm_80"})
 """
 
 
@@ -33,8 +35,8 @@ def run_python(code, folder, **env_extra):
     return proc
 
 
-def traced_sweep(folder, elementwise=True):
+def traced_sweep(folder, ampere=True):
     """The trace folder of the sweep run with TL_LOWER_TRACE=html in `folder`."""
     trace = os.path.join(str(folder), "trace")
-    run_python(SWEEP.replace("ELEMENTWISE", str(elementwise)), folder, TL_LOWER_TRACE="html", TL_LOWER_TRACE_DIR=trace)
+    run_python(SWEEP.replace("AMPERE", str(ampere)), folder, TL_LOWER_TRACE="html", TL_LOWER_TRACE_DIR=trace)
     return trace

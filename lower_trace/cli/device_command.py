@@ -8,6 +8,7 @@ from typing import Any
 from lower_trace.analysis.device.summary import cuda_source_step, device_summary, listing
 from lower_trace.cli.options import add_kernel, add_trace, print_json
 from lower_trace.cli.selection import UsageError, kernels_of
+from lower_trace.integrations.nvcc.toolchain import find_tool
 from lower_trace.model import KernelTrace, Trace
 from lower_trace.store.reader import load_trace
 
@@ -85,7 +86,8 @@ def show_device(trace: Trace, kernels: list[KernelTrace], args: argparse.Namespa
     which = "sass" if args.sass else "ptx"
     if not (summary.record.sass if which == "sass" else summary.record.ptx):
         command = f"lower-trace device {trace.path} -k {kernel.kernel_id}"
-        raise UsageError(f"{trace.path}: kernel {kernel.kernel_id} has no {which.upper()} yet; `{command}` makes it")
+        needs = " (it needs nvdisasm: pip install nvidia-cuda-nvdisasm)" if which == "sass" and find_tool("nvdisasm") is None else ""
+        raise UsageError(f"{trace.path}: kernel {kernel.kernel_id} has no {which.upper()} yet; `{command}` makes it{needs}")
     lines = listing(trace, summary.record, which)
     cuda = trace.read_snapshot(summary.record.source).splitlines()
     origins, owners = _origins(trace, kernel, summary.record) if args.origins else (None, None)

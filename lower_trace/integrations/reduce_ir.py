@@ -1,13 +1,16 @@
 """The IR side of `lower-trace reduce`: a failing pass's input as TVM's JSON, the places it can be
 made smaller, and the smaller module a chosen set of those places gives.
 
-A *site* is one thing the reducer may take away, numbered in the pre-order of the module it was
-found in: a statement of a sequence (deleted), a loop (replaced by its body at its first
-iteration), a buffer a block allocates that nothing names any more (dropped), an annotation of
-a block or a loop (dropped), a stored value (made a constant, or one operand of a binary
-operation). Every candidate
-is built from the same module and its chosen sites, so sites keep their numbers through a
-whole round of delta debugging; the next round numbers the sites of the round's result.
+A *site* is one thing the reducer may take away or make smaller: a function of the module
+(dropped), a statement of a sequence (deleted), a loop (replaced by its body at its first
+iteration), a branch (an `if` replaced by its then or its else case), a buffer a block allocates
+that nothing names any more (dropped), a parameter nothing uses (dropped, with its buffer), an
+annotation of a block or a loop (dropped), a stored value (made a constant, or one operand of a
+binary operation), a loop's constant extent (halved), a buffer's constant shape (every dimension
+halved). Statement-level sites are numbered in the pre-order of the module they were found in,
+functions and parameters by the function's place in the module. Every candidate is built from
+the same module and its chosen sites, so sites keep their numbers through a whole round of delta
+debugging; the next round numbers the sites of the round's result.
 """
 
 from __future__ import annotations
@@ -33,9 +36,11 @@ _SEQ_KEY = "tirx.SeqStmt" if hasattr(tvm, "tirx") else "tir.SeqStmt"  # the type
 
 @dataclass(frozen=True)
 class Site:
-    kind: str  # "statement", "loop" or "buffer"
-    number: int  # in the module's pre-order (buffers: the block's number)
-    label: str  # what it is, for progress lines: "BufferStore", "For i", "buffer frag"
+    kind: str  # one of reduction.KINDS
+    number: int  # the node's in the module's pre-order (buffers, annotations: the block's or loop's;
+    #              functions, parameters, shapes of parameters: the function's place in the module)
+    label: str  # what it is ("BufferStore", "For i", "buffer frag", "parameter D"); the word after
+    #             the kind's is what without() acts on
 
 
 def load(text: str) -> Any:
@@ -58,6 +63,37 @@ def well_formed(mod: Any) -> bool:
         return bool(tir.analysis.verify_well_formed(mod, assert_mode=False))
     except Exception:
         return False
+
+
+def out_of_bounds(mod: Any) -> int:
+    """How many buffer accesses (loads, stores, TileLang's regions) surely reach past a constant
+    dimension, given the loops' and threads' ranges: a smaller shape must not make any more of
+    them, or the reduced module would fail for a reason of its own."""
+    analyzer = tvm.arith.Analyzer()
+    accesses: list[tuple[Any, list[Any], list[Any]]] = []  # (buffer, first indices, extents)
+
+    def visit(node: Any) -> None:
+        if isinstance(node, tir.For):
+            analyzer.bind(node.loop_var, tvm.ir.Range.from_min_extent(node.min, node.extent))
+        elif isinstance(node, tir.AttrStmt) and node.attr_key == "thread_extent" and isinstance(node.node, tir.IterVar):
+            analyzer.bind(node.node.var, tvm.ir.Range.from_min_extent(0, node.value))
+        elif isinstance(node, (tir.BufferLoad, tir.BufferStore)):
+            accesses.append((node.buffer, list(node.indices), [1] * len(node.indices)))
+        elif isinstance(node, tir.Call) and getattr(node.op, "name", "") == "tl.region" and node.args and isinstance(node.args[0], tir.BufferLoad):
+            load = node.args[0]
+            accesses.append((load.buffer, list(load.indices), list(node.args[2:])))
+
+    for _, func in _functions(mod):
+        tir.stmt_functor.post_order_visit(func.body, visit)
+    count = 0
+    for buffer, indices, extents in accesses:
+        widths = [*extents, *[1] * len(indices)][: len(indices)]
+        for dim, index, width in zip(buffer.shape, indices, widths, strict=False):  # flattened accesses have fewer
+            constant = isinstance(dim, tir.IntImm) and isinstance(width, (int, tir.IntImm))
+            if constant and analyzer.const_int_bound(index).max_value + int(width) > dim.value:
+                count += 1
+                break
+    return count
 
 
 def _functions(mod: Any) -> list[tuple[Any, Any]]:
@@ -108,7 +144,86 @@ def sites(mod: Any, kind: str) -> list[Site]:
         for node in nodes:
             if isinstance(node, (tir.For, *((_BLOCK,) if _BLOCK is not None else ()))) and node.annotations:
                 out += [Site(kind, index[node], f"annotation {key}") for key in node.annotations]
+    elif kind == "branch":
+        for node in nodes:
+            if isinstance(node, tir.IfThenElse):
+                out += [Site(kind, index[node], "branch then"), Site(kind, index[node], "branch else")]
+    elif kind == "extent":
+        for node in (n for n in nodes if _halvable_loop(n)):  # to 1 at once, else halved (both chosen: to 1)
+            out += [Site(kind, index[node], f"extent 1 {node.loop_var.name}"), Site(kind, index[node], f"extent half {node.loop_var.name}")]
+    elif kind in ("function", "parameter", "shape"):
+        out = _function_sites(mod, kind, nodes, index)
     return sorted(set(out), key=lambda s: (s.number, s.label))
+
+
+def _halvable_loop(node: Any) -> bool:
+    """A loop of a constant extent of 2 or more that no thread is bound to."""
+    return isinstance(node, tir.For) and isinstance(node.extent, tir.IntImm) and node.extent.value >= 2 and node.thread_binding is None
+
+
+def _halvable_shape(buffer: Any) -> bool:
+    return all(isinstance(d, tir.IntImm) for d in buffer.shape) and any(d.value >= 2 for d in buffer.shape)
+
+
+def _function_sites(mod: Any, kind: str, nodes: list[Any], index: dict[Any, int]) -> list[Site]:
+    """Sites of functions, their parameters and buffers' shapes (parameters' and blocks')."""
+    out: list[Site] = []
+    called = _called_names(mod)
+    for number, (gv, func) in enumerate(mod.functions.items()):
+        if kind == "function" and len(mod.functions) > 1:
+            out.append(Site(kind, number, f"function {gv.name_hint}"))
+        if not isinstance(func, tir.PrimFunc):
+            continue
+        symbol = str(func.attrs.get("global_symbol", gv.name_hint)) if func.attrs else gv.name_hint
+        if kind == "parameter" and not {gv.name_hint, symbol} & called:  # a callee's parameters stay: its calls pass them
+            used = _vars_used(func.body)
+            for param in func.params:
+                buffer = func.buffer_map.get(param)
+                declares = [] if buffer is None else [buffer.data, *_buffer_vars(buffer)]
+                if param not in used and not any(v in used for v in declares):
+                    out.append(Site(kind, number, f"parameter {param.name}"))
+        elif kind == "shape":
+            out += [Site(kind, number, f"shape {how} {b.name}") for b in func.buffer_map.values() if _halvable_shape(b) for how in ("1", "half")]
+    if kind == "shape" and _BLOCK is not None:
+        for node in nodes:
+            if isinstance(node, _BLOCK):
+                number = index[node] + len(mod.functions)
+                out += [Site(kind, number, f"shape {how} {b.name}") for b in node.alloc_buffers if _halvable_shape(b) for how in ("1", "half")]
+    return out
+
+
+def _called_names(mod: Any) -> set[str]:
+    """Names of the functions another function calls (by GlobalVar or by name, as packed calls do)."""
+    names: set[str] = set()
+
+    def visit(node: Any) -> None:
+        if isinstance(node, tir.Call) and isinstance(node.op, tvm.ir.GlobalVar):
+            names.add(node.op.name_hint)
+        elif isinstance(node, tir.StringImm):
+            names.add(node.value)
+
+    for _, func in _functions(mod):
+        tir.stmt_functor.post_order_visit(func.body, visit)
+    return names
+
+
+def _vars_used(body: Any) -> set[Any]:
+    used: set[Any] = set()
+
+    def visit(node: Any) -> None:
+        if isinstance(node, tir.Var):
+            used.add(node)
+        buffer = getattr(node, "buffer", None)
+        if buffer is not None and hasattr(buffer, "data"):
+            used.add(buffer.data)
+
+    tir.stmt_functor.post_order_visit(body, visit)
+    return used
+
+
+def _buffer_vars(buffer: Any) -> list[Any]:
+    """The variables a parameter's buffer declares (symbolic shapes and strides)."""
+    return [d for d in (*buffer.shape, *buffer.strides) if isinstance(d, tir.Var)]
 
 
 def _buffers_named(body: Any) -> set[Any]:
@@ -131,8 +246,14 @@ def without(mod: Any, chosen: Iterable[Site]) -> Any:
     chosen = list(chosen)
     if not chosen:
         return mod
+    kinds = {site.kind for site in chosen}
+    if kinds & {"function", "parameter", "shape"}:
+        return _without_function_sites(mod, chosen)
     nodes = _nodes(mod)
-    by_node = {nodes[site.number]: site for site in chosen if site.kind in ("statement", "loop")}
+    by_node: dict[Any, Site] = {}
+    for site in sorted(chosen, key=lambda s: s.label):  # a branch's "else" before its "then": the first applies
+        if site.kind in ("statement", "loop", "branch", "extent"):
+            by_node.setdefault(nodes[site.number], site)
     values: dict[Any, set[str]] = {}  # per store, the replacements chosen for its value (the first that applies is made)
     for site in chosen:
         if site.kind == "value":
@@ -151,7 +272,16 @@ def without(mod: Any, chosen: Iterable[Site]) -> Any:
             return None
         if site.kind == "statement":
             return _NOOP
-        return tir.stmt_functor.substitute(node.body, {node.loop_var: node.min})  # a loop at its first iteration
+        if site.kind == "branch":
+            case = node.else_case if site.label.endswith("else") else node.then_case
+            return _NOOP if case is None else tir.stmt_functor.ir_transform(case, preorder, None)
+        if site.kind == "extent":
+            inner = tir.stmt_functor.ir_transform(node.body, preorder, None)
+            ones = any(s.label.startswith("extent 1 ") for s in chosen if s.number == site.number)
+            half = tir.IntImm(node.extent.dtype, 1 if ones else node.extent.value // 2)
+            return tir.For(node.loop_var, node.min, half, node.kind, inner, node.thread_binding, node.annotations)
+        inner = tir.stmt_functor.ir_transform(node.body, preorder, None)
+        return tir.stmt_functor.substitute(inner, {node.loop_var: node.min})  # a loop at its first iteration
 
     def postorder(node: Any) -> Any:
         if isinstance(node, tir.SeqStmt):
@@ -194,3 +324,69 @@ def _smaller_value(value: Any, picks: set[str]) -> Any:
     if "b" in picks and isinstance(value, _BINARY):
         return value.b
     return value
+
+
+def _without_function_sites(mod: Any, chosen: list[Site]) -> Any:
+    """The module without the chosen functions or parameters, or with the chosen buffers' shapes halved."""
+    names = {site.label.rsplit(" ", 1)[1] for site in chosen}
+    kind = chosen[0].kind
+    ones = {site.label.rsplit(" ", 1)[1] for site in chosen if site.label.startswith("shape 1 ")}
+    if kind == "function":
+        kept = {gv: func for gv, func in mod.functions.items() if gv.name_hint not in names}
+        return tvm.IRModule(kept, attrs=mod.attrs)
+    functions = {}
+    for gv, func in mod.functions.items():
+        if isinstance(func, tir.PrimFunc):
+            func = _without_parameters(func, names) if kind == "parameter" else _with_smaller_shapes(func, names, ones)
+        functions[gv] = func
+    return tvm.IRModule(functions, attrs=mod.attrs)
+
+
+def _without_parameters(func: Any, names: set[str]) -> Any:
+    params = [p for p in func.params if p.name not in names]
+    buffer_map = {p: b for p, b in func.buffer_map.items() if p.name not in names}
+    return tir.PrimFunc(params, func.body, func.ret_type, buffer_map, func.attrs)
+
+
+def _smaller(buffer: Any, to_one: bool) -> Any:
+    """The buffer with every dimension of 2 or more halved (or made 1); its data variable is the same."""
+    shape = [tir.IntImm(d.dtype, 1 if to_one else max(1, d.value // 2)) for d in buffer.shape]
+    return tir.decl_buffer(shape, buffer.dtype, buffer.name, data=buffer.data, scope=buffer.scope(), axis_separators=buffer.axis_separators)
+
+
+def _with_smaller_shapes(func: Any, names: set[str], ones: set[str]) -> Any:
+    """The function with the named buffers (parameters' or blocks') made half as large (those in
+    ones: of shape 1), wherever named."""
+    swap: dict[Any, Any] = {}
+    for buffer in func.buffer_map.values():
+        if buffer.name in names and _halvable_shape(buffer):
+            swap[buffer] = _smaller(buffer, buffer.name in ones)
+
+    def collect(node: Any) -> None:
+        if _BLOCK is not None and isinstance(node, _BLOCK):
+            for buffer in node.alloc_buffers:
+                if buffer.name in names and _halvable_shape(buffer):
+                    swap[buffer] = _smaller(buffer, buffer.name in ones)
+
+    tir.stmt_functor.post_order_visit(func.body, collect)
+    if not swap:
+        return func
+
+    def new(buffer: Any) -> Any:
+        return swap.get(buffer, buffer)
+
+    def postorder(node: Any) -> Any:
+        if isinstance(node, tir.BufferStore) and node.buffer in swap:
+            return tir.BufferStore(new(node.buffer), node.value, node.indices, node.predicate)
+        if isinstance(node, tir.BufferLoad) and node.buffer in swap:
+            return tir.BufferLoad(new(node.buffer), node.indices, node.predicate)
+        if _BLOCK is not None and isinstance(node, _BLOCK):
+            regions = [[tir.BufferRegion(new(r.buffer), r.region) for r in regions] for regions in (node.reads, node.writes)]
+            matched = [tir.MatchBufferRegion(m.buffer, tir.BufferRegion(new(m.source.buffer), m.source.region)) for m in node.match_buffers]
+            allocs = [new(b) for b in node.alloc_buffers]
+            return node.__class__(node.iter_vars, regions[0], regions[1], node.name_hint, node.body, node.init, allocs, matched, node.annotations)
+        return None
+
+    body = tir.stmt_functor.ir_transform(func.body, None, postorder)
+    buffer_map = {p: new(b) for p, b in func.buffer_map.items()}
+    return tir.PrimFunc(func.params, body, func.ret_type, buffer_map, func.attrs)

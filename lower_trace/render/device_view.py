@@ -5,6 +5,7 @@ import os
 from typing import Any, TextIO
 
 from lower_trace.analysis.device.sass import ListingLine
+from lower_trace.analysis.device.summary import occupancy_phrase
 from lower_trace.analysis.origin_rules import Origin
 from lower_trace.device_model import DeviceSummary
 from lower_trace.model import PassRecord
@@ -48,10 +49,7 @@ def occupancy_text(summary: DeviceSummary) -> str:
     occupied = summary.occupancy
     if occupied is None:
         return "occupancy unknown" + ("" if summary.launch else " (no launch shape in the TIR)")
-    if occupied.blocks_per_sm == 0:
-        return f"occupancy 0: {occupied.why}"
-    block = "block" if occupied.blocks_per_sm == 1 else "blocks"
-    return f"occupancy {occupied.blocks_per_sm} {block}/SM ({occupied.warps_per_sm} warps, limited by {occupied.limiter})"
+    return f"occupancy {occupancy_phrase(occupied)}"
 
 
 def write_summary(out: TextIO, summary: DeviceSummary) -> None:
@@ -65,7 +63,7 @@ def write_summary(out: TextIO, summary: DeviceSummary) -> None:
     if summary.counts:
         out.write("  instructions " + " · ".join(f"{kind} {count}" for kind, count in summary.counts) + "\n")
     elif record.binary and not record.error:  # an error says why there is none (nvdisasm missing)
-        out.write("  SASS not disassembled yet: lower-trace device -k " + summary.kernel_id + "\n")
+        out.write(f"  SASS not disassembled yet: lower-trace device -k {summary.kernel_id} (with nvdisasm: pip install nvidia-cuda-nvdisasm)\n")
     if record.error and summary.resources is not None:
         out.write(f"  note: {record.error}\n")
 

@@ -69,7 +69,8 @@ def _build_one(trace: Trace, kernel: KernelTrace, working_copy: bool, rebuild: b
             if record.sass:
                 return Built(kernel, None, {}, "has its device stage already (--rebuild compiles it again)")
             sass = build.disassemble(base64.b64decode(trace.read_snapshot(record.binary)))
-            return Built(kernel, replace(record, sass=digest_of(sass)), {digest_of(sass): sass})
+            error = "" if "nvdisasm" in record.error else record.error  # it was missing then; it is here now
+            return Built(kernel, replace(record, sass=digest_of(sass), error=error), {digest_of(sass): sass})
         if step is None:
             return Built(kernel, None, {}, "has no CUDA source to compile (a CPU or host-only kernel)")
         return _compile(trace, kernel, step, working_copy)
@@ -78,7 +79,8 @@ def _build_one(trace: Trace, kernel: KernelTrace, working_copy: bool, rebuild: b
     except build.BuildFailed as exc:
         return Built(kernel, None, {}, "the compile failed: " + headline(str(exc)))
     except (ImportError, ValueError) as exc:
-        return Built(kernel, None, {}, f"cannot get TileLang's flags for {kernel.target!r}: {headline(str(exc))}")
+        why = headline(str(exc))
+        return Built(kernel, None, {}, f"cannot get TileLang's flags for {kernel.target!r} ({why}): run lower-trace device where TileLang is installed")
 
 
 def _compile(trace: Trace, kernel: KernelTrace, step: CodegenRecord, working_copy: bool) -> Built:

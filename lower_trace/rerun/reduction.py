@@ -1,9 +1,10 @@
 """`lower-trace reduce`: a failing pass's input shrunk to a module that still fails the same way.
 
 Delta debugging (Zeller's ddmin) over the places the IR can be made smaller (integrations/
-reduce_ir.py: statements of sequences, loops, buffers nothing uses), one kind at a time, coarse
-to fine (statements, loops, unused buffers, annotations, stored values), round after round until a round takes nothing away: the result is 1-minimal -- taking
-away any one more place makes it stop failing. A candidate is tried as the reproducer itself
+reduce_ir.py: functions, statements, loops, branches, unused buffers and parameters, annotations,
+stored values, loop extents, buffer shapes), one kind at a time, coarse to fine, round after
+round until a round changes nothing: the result is 1-minimal -- taking away any one more place
+makes it stop failing. A candidate is tried as the reproducer itself
 runs it: its repro.py on the candidate's input.json, in a child process with a timeout (a pass
 may abort or hang), `jobs` at a time; TVM's well-formedness verifier filters candidates first.
 
@@ -19,7 +20,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -30,8 +30,10 @@ from typing import Any
 
 from lower_trace.integrations import reduce_ir
 from lower_trace.rerun.repro import ERROR, INPUT, SCRIPT
+from lower_trace.rerun.warm_children import WarmChildren, quiet_environment
 
-KINDS = ("statement", "loop", "buffer", "annotation", "value")
+# Coarse to fine: what takes away most first; what only makes numbers smaller last.
+KINDS = ("function", "statement", "loop", "branch", "buffer", "parameter", "annotation", "value", "extent", "shape")
 REDUCED = "reduced.py"
 _EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit|Interrupt))(?:: ?(.*))?$")
 
@@ -76,7 +78,7 @@ def normalised(message: str) -> str:
 class Tester:
     """Runs candidates; says whether each is interesting; counts and caches."""
 
-    def __init__(self, script: str, timeout: float, matches: str | None, test: str | None) -> None:
+    def __init__(self, script: str, timeout: float, matches: str | None, test: str | None, jobs: int) -> None:
         self.script, self.timeout, self.test = script, timeout, test
         self.matches = re.compile(matches) if matches else None
         self.reference: Failure | None = None
@@ -84,8 +86,14 @@ class Tester:
         self._seen: dict[str, tuple[bool, Failure | None]] = {}
         self._lock = threading.Lock()
         self.work = tempfile.mkdtemp(prefix="lower-trace-reduce-")
+        self.env = quiet_environment()
+        # The reproducer's own runs fork from a Python that imported the compiler once; a --test
+        # script is the user's own program, run as it is.
+        self.warm = None if test else WarmChildren([_compiler_module(script)], jobs, self.env)
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
+        if self.warm is not None:
+            self.warm.close(kill)
         shutil.rmtree(self.work, ignore_errors=True)
 
     def run(self, text: str) -> tuple[bool, Failure | None]:
@@ -100,9 +108,12 @@ class Tester:
         with open(os.path.join(folder, INPUT), "w", encoding="utf-8") as handle:
             handle.write(text)
         shutil.copy(self.script, os.path.join(folder, SCRIPT))
-        command = [self.test, folder] if self.test else [sys.executable, os.path.join(folder, SCRIPT)]
         try:
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=self.timeout, cwd=folder, stdin=subprocess.DEVNULL)
+            if self.warm is not None:
+                proc = self.warm.run(os.path.join(folder, SCRIPT), folder, self.timeout)
+            else:
+                command = [str(self.test), folder]
+                proc = subprocess.run(command, capture_output=True, text=True, timeout=self.timeout, cwd=folder, stdin=subprocess.DEVNULL, env=self.env)
         except subprocess.TimeoutExpired:
             with self._lock:
                 self.timeouts += 1
@@ -124,13 +135,20 @@ class Tester:
         return ref is not None and failure.type == ref.type and normalised(failure.message) == normalised(ref.message)
 
 
+def _compiler_module(script: str) -> str:
+    """What the reproducer imports its compiler as: tilelang, or plain TVM's tvm."""
+    with open(script, encoding="utf-8") as handle:
+        return "tilelang" if re.search(r"^\s*import tilelang\b", handle.read(), re.MULTILINE) else "tvm"
+
+
 def ddmin(items: Sequence[Any], interesting: Callable[[list[Any]], bool], jobs: int) -> list[Any]:
     """A 1-minimal sublist of items (as kept) for which interesting(kept) holds, given it holds
     for all of them. The subsets and complements of a split are tried `jobs` at a time; the
     first (in order) that is interesting is taken."""
     kept = list(items)
     n = 2
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
         while len(kept) >= 2:
             chunks = [kept[i * len(kept) // n : (i + 1) * len(kept) // n] for i in range(n)]
             candidates = [c for c in chunks if c] + ([[x for c2 in chunks if c2 is not c for x in c2] for c in chunks] if n > 2 else [])
@@ -150,6 +168,10 @@ def ddmin(items: Sequence[Any], interesting: Callable[[list[Any]], bool], jobs: 
                 break
         if len(kept) == 1 and interesting([]):
             kept = []
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)  # the tries in flight end with their servers
+        raise
+    pool.shutdown()
     return kept
 
 
@@ -161,8 +183,8 @@ def reduce(
     started = time.perf_counter()
     with open(os.path.join(repro_folder, INPUT), encoding="utf-8") as handle:
         original = handle.read()
-    tester = Tester(os.path.join(repro_folder, SCRIPT), timeout, matches, test)
     jobs = jobs or os.cpu_count() or 1
+    tester = Tester(os.path.join(repro_folder, SCRIPT), timeout, matches, test, jobs)
     best_text, best_failure = original, None
     mod = reduce_ir.load(original)
     before = reduce_ir.statement_count(mod)
@@ -184,9 +206,11 @@ def reduce(
                     continue
                 say(f"{kind}s: {len(sites)} to try, {reduce_ir.statement_count(mod)} statements now")
 
-                def interesting(kept: list[Any], sites: list[Any] = sites, mod: Any = mod) -> bool:
+                bounds = reduce_ir.out_of_bounds(mod) if kind == "shape" else 0
+
+                def interesting(kept: list[Any], sites: list[Any] = sites, mod: Any = mod, kind: str = kind, bounds: int = bounds) -> bool:
                     candidate = reduce_ir.without(mod, [s for s in sites if s not in kept])
-                    if not reduce_ir.well_formed(candidate):
+                    if not reduce_ir.well_formed(candidate) or (kind == "shape" and reduce_ir.out_of_bounds(candidate) > bounds):
                         with tester._lock:
                             tester.ill_formed += 1
                         return False
@@ -201,7 +225,7 @@ def reduce(
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        tester.close()
+        tester.close(kill=interrupted)
     _write(out_folder, repro_folder, best_text, reduce_ir.script(reduce_ir.load(best_text)), best_failure)
     after = reduce_ir.statement_count(reduce_ir.load(best_text))
     return Reduction(before, after, tester.tries, tester.ill_formed, tester.timeouts, time.perf_counter() - started, out_folder, best_failure, interrupted)

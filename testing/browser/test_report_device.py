@@ -27,7 +27,7 @@ if missing_tools():
 
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory):
-    trace = traced_sweep(tmp_path_factory.mktemp("device-page"), elementwise=False)
+    trace = traced_sweep(tmp_path_factory.mktemp("device-page"), ampere=False)
     subprocess.run([lower_trace_cli(), "device", trace], check=True, capture_output=True, timeout=600)  # the SASS; rewrites the report
     return lower_trace.load_trace(trace)
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from lower_trace.analysis.device.launch import launch_shape
 from lower_trace.analysis.device.occupancy import occupancy
 from lower_trace.analysis.device.sass import ListingLine, kind_counts, opcode_counts, ptx_lines, sass_lines
-from lower_trace.device_model import DeviceRecord, DeviceSummary
+from lower_trace.device_model import DeviceRecord, DeviceSummary, Occupancy
 from lower_trace.model import CodegenRecord, KernelTrace, Trace
 
 
@@ -76,11 +76,17 @@ def device_differences(a: DeviceSummary | None, b: DeviceSummary | None) -> list
     differ("dynamic shared", a.launch.dynamic_shared if a.launch else None, b.launch.dynamic_shared if b.launch else None, " B")
     differ("threads", a.launch.threads if a.launch else None, b.launch.threads if b.launch else None)
     differ("grid", "x".join(map(str, a.launch.grid)) if a.launch else None, "x".join(map(str, b.launch.grid)) if b.launch else None)
-    occupancy_a = f"{a.occupancy.blocks_per_sm} blocks/SM ({a.occupancy.warps_per_sm} warps)" if a.occupancy else None
-    occupancy_b = f"{b.occupancy.blocks_per_sm} blocks/SM ({b.occupancy.warps_per_sm} warps)" if b.occupancy else None
-    differ("occupancy", occupancy_a, occupancy_b)
+    differ("occupancy", a.occupancy and occupancy_phrase(a.occupancy), b.occupancy and occupancy_phrase(b.occupancy))
     if a.counts and b.counts:
         counts_b = dict(b.counts)
         for kind, count in a.counts:
             differ(kind, count, counts_b.get(kind, 0))
     return out
+
+
+def occupancy_phrase(occupied: Occupancy) -> str:
+    """"1 block/SM (8 warps, limited by registers)": what limits it too (diff compares that)."""
+    if occupied.blocks_per_sm == 0:
+        return f"0: {occupied.why}"
+    block = "block" if occupied.blocks_per_sm == 1 else "blocks"
+    return f"{occupied.blocks_per_sm} {block}/SM ({occupied.warps_per_sm} warps, limited by {occupied.limiter})"

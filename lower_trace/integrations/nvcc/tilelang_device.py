@@ -118,10 +118,10 @@ class _Job:
         if self.error or not ptx:
             return DeviceRecord(**values)
         try:
-            functions, diagnostics = parse_ptxas_report(build.resource_report(ptx, self.sm, self.flags))
+            functions, diagnostics = parse_ptxas_report(build.resource_report(ptx, self.sm, self.flags, background=True))
             values.update(functions=functions, diagnostics=diagnostics)
             if self.mode == "sass" and self.binary:
-                values["sass"] = store(build.disassemble(self.binary))
+                values["sass"] = store(build.disassemble(self.binary, background=True))
         except ToolMissing as exc:
             self.active.session.run.note(str(exc), once="device-tool")
             values["error"] = str(exc)

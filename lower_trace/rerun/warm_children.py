@@ -1,0 +1,95 @@
+"""Fresh processes for reproducer runs, without a fresh compiler import each: a pool of fork
+servers (integrations/fork_server.py), one per job, each a Python that imported the compiler
+once and forks a child per run. A server that cannot start or dies is replaced by plain
+`python script.py` runs, so the answer is the same either way, only slower."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+from typing import IO, Any
+
+from lower_trace.integrations import fork_server
+
+
+class _Server:
+    def __init__(self, modules: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, fork_server.__file__, *modules], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, env=env, start_new_session=True,  # Ctrl-C reaches lower-trace, which ends the servers itself
+        )  # fmt: skip
+        self.ready: bool | None = None  # read on first use: the servers import side by side
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        """The answer, or None when the server is gone (it could not import, or died)."""
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        assert stdin is not None and stdout is not None
+        try:
+            if self.ready is None:
+                self.ready = _read(stdout) == {"ready": True}
+            if not self.ready:
+                return None
+            stdin.write(json.dumps(request) + "\n")
+            stdin.flush()
+            return _read(stdout)
+        except (OSError, ValueError):
+            self.ready = False
+            return None
+
+    def close(self, kill: bool = False) -> None:
+        """Ends the server; kill: at once, with the child it is running (its own process group)."""
+        if kill:
+            with contextlib.suppress(OSError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _read(stream: IO[str]) -> dict[str, Any] | None:
+    line = stream.readline()
+    return json.loads(line) if line else None
+
+
+class WarmChildren:
+    """run(script, cwd, timeout) as subprocess.run would (returncode, stdout, stderr; a run past
+    the timeout raises subprocess.TimeoutExpired), `jobs` at a time from as many threads."""
+
+    def __init__(self, modules: list[str], jobs: int, env: dict[str, str]) -> None:
+        self.env = env
+        self._idle: queue.Queue[_Server] = queue.Queue()
+        self._servers = [_Server(modules, env) for _ in range(max(1, jobs))]
+        for server in self._servers:
+            self._idle.put(server)
+
+    def run(self, script: str, cwd: str, timeout: float) -> subprocess.CompletedProcess[str]:
+        server = self._idle.get()
+        try:
+            answer = server.ask({"script": script, "cwd": cwd, "timeout": timeout})
+        finally:
+            self._idle.put(server)
+        if answer is None:  # no warm Python: a cold one
+            command = [sys.executable, script]
+            return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd, stdin=subprocess.DEVNULL, env=self.env)
+        if answer["timed_out"]:
+            raise subprocess.TimeoutExpired([script], timeout)
+        return subprocess.CompletedProcess([script], answer["returncode"], answer["stdout"], answer["stderr"])
+
+    def close(self, kill: bool = False) -> None:
+        for server in self._servers:
+            server.close(kill)
+
+
+def quiet_environment() -> dict[str, str]:
+    """The environment for reruns: never traced themselves, whatever TL_LOWER_TRACE says here."""
+    return {name: value for name, value in os.environ.items() if not name.startswith("TL_LOWER_TRACE")}
