@@ -53,9 +53,12 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         bisect_view.write_no_culprit(sys.stdout, answer, took, workdir, args.kernel or "", args.timeout)
         return 1
     assert answer.good is not None and answer.bad is not None and answer.kernel is not None
+    inputs = os.path.join(workdir, "again-bad-inputs")  # the bad run with every pass's input kept, for reduce
     again = (
         bisector.reproduce(answer.bad.limit, folder=os.path.join(workdir, "again-bad")),
         bisector.reproduce(answer.good.limit, folder=os.path.join(workdir, "again-good")),
+        f"TL_LOWER_TRACE_REPLAY=1 {bisector.reproduce(answer.bad.limit, folder=inputs)}",
+        inputs,
     )
     parted = _parted(answer.good, answer.bad, answer.kernel)
     bisect_view.write_culprit(sys.stdout, answer, bisector.total, took, again, parted, color_wanted_by(args))

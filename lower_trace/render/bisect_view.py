@@ -46,10 +46,11 @@ def write_no_culprit(out: TextIO, answer: BisectAnswer, took: str, workdir: str,
 
 
 def write_culprit(
-    out: TextIO, answer: BisectAnswer, total: int, took: str, again: tuple[str, str], parted: Comparison | None, color: bool | None = None
+    out: TextIO, answer: BisectAnswer, total: int, took: str, again: tuple[str, str, str, str], parted: Comparison | None, color: bool | None = None
 ) -> None:
     """The first bad pass: where it sits, the good and the bad run (again: the commands that make
-    them again), where the two compiles part, and what the pass did in the bad run."""
+    them again, the bad one keeping every pass's input, and its folder), where the two compiles
+    part, and what the pass did in the bad run."""
     culprit, kernel, good, bad = answer.culprit, answer.kernel, answer.good, answer.bad
     assert culprit is not None and kernel is not None and good is not None and bad is not None and bad.trace is not None and good.trace is not None
     parent = next((p for p in kernel.passes if p.seq == culprit.parent), None)
@@ -76,8 +77,8 @@ def write_culprit(
         )
     else:  # bisect's runs keep no pass inputs
         out.write(
-            "  shrink its input:       run the bad run again with TL_LOWER_TRACE_REPLAY=1 (every pass's input kept), then"
-            f" lower-trace reduce THAT_RUN -k {kernel.kernel_id} -p {culprit.seq} -o FOLDER --test SCRIPT"
+            f"  shrink its input:       {again[2]}   # the bad run, every pass's input kept; then\n"
+            f"                          lower-trace reduce {again[3]} -k {kernel.kernel_id} -p {culprit.seq} -o FOLDER --test SCRIPT"
             "  (SCRIPT gets a candidate's folder: exit 0 while the pass still changes your result)\n"
         )
     _untested(out, answer)

@@ -63,15 +63,22 @@ def quiet_bisector(command, workdir, **kwargs):
     return Bisector(command, str(workdir), say=said.append, **kwargs), said
 
 
-def test_bisect_names_the_injected_pass(tmp_path):
+@pytest.fixture(scope="module")
+def injected(tmp_path_factory):
+    """bisect's output on the check with the miscompiling pass slipped in (shared with the reduce test)."""
+    tmp_path = tmp_path_factory.mktemp("injected")
     command = check(tmp_path, inject="VectorizeLoop")
     assert subprocess.run(command, capture_output=True).returncode == 3  # the numbers really are wrong
     done = subprocess.run(
         [lower_trace_cli(), "bisect", "--work", str(tmp_path / "work"), "--color", "never", "--", *command],
         capture_output=True, text=True, timeout=900,
     )
-    out = done.stdout
-    assert done.returncode == 0, out + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_bisect_names_the_injected_pass(injected, tmp_path):
+    out = injected
     assert "first bad pass:" in out and "tl.BuggyConstantFold" in out.split("first bad pass:")[1].splitlines()[0], out
     # The pass is named by the number the limits count (the last of the first bad ones), not only by its 0-based step.
     good, bad = map(int, re.search(r"with the first (\d+) passes your check passes; with the first (\d+)", out).groups())
@@ -87,8 +94,9 @@ def test_bisect_names_the_injected_pass(tmp_path):
     assert any(line.strip().startswith("-") and "3.0" in line for line in diff.splitlines())
     assert any(line.strip().startswith("+") and "3.5" in line for line in diff.splitlines())
     # How to shrink the bad pass's input against the user's check (lower-trace reduce --test).
-    shrink = next(line for line in out.splitlines() if "shrink its input:" in line)
-    assert "TL_LOWER_TRACE_REPLAY=1" in shrink and re.search(r"lower-trace reduce \S+ -k k\d+ -p \d+ -o FOLDER --test SCRIPT", shrink)
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if "shrink its input:" in line)
+    assert "TL_LOWER_TRACE_REPLAY=1" in lines[at] and re.search(r"lower-trace reduce \S+ -k k\d+ -p \d+ -o FOLDER --test SCRIPT", lines[at + 1])
     # The command it prints reproduces the bad run.
     line = next(line for line in out.splitlines() if "reproduce the bad run:" in line).split("reproduce the bad run:", 1)[1].strip()
     again = subprocess.run(line, shell=True, capture_output=True, text=True, env={**os.environ, "TL_LOWER_TRACE_DIR": str(tmp_path / "again")})
@@ -260,3 +268,63 @@ def test_the_known_required_passes_suffice_for_the_cuda_pipeline(tmp_path):
     assert all(k.codegen and k.status.value == "ok" for k in low.trace.kernels)
     skipped = [p for k in low.trace.kernels for p in k.passes if p.status is PassStatus.SKIPPED]
     assert len(skipped) > 100
+
+
+INTERESTING = """#!{python}
+# The user's numeric check of a candidate, C-Reduce's convention: exit 0 while the miscompiling
+# pass (the check's, above) still changes what the kernel computes from the candidate's input.
+import os, sys
+os.environ["TILELANG_DISABLE_CACHE"] = "1"
+import torch, tilelang
+from tilelang import tvm
+
+@tvm.tirx.transform.prim_func_pass(opt_level=0, name="tl.BuggyConstantFold")
+def buggy(func, mod, ctx):
+    def change(node):
+        if isinstance(node, tvm.tirx.FloatImm) and node.value == 3.0:
+            return tvm.tirx.FloatImm(node.dtype, 3.5)
+        return None
+    return func.with_body(tvm.tirx.stmt_functor.ir_transform(func.body, None, change))
+
+def computed(mod):
+    func = next(f for f in mod.functions.values() if isinstance(f, tvm.tirx.PrimFunc))
+    kernel = tilelang.compile(func, target="c", execution_backend="cython")
+    shapes = [[int(d) for d in func.buffer_map[p].shape] for p in func.params]
+    tensors = [torch.arange(1, 1 + torch.Size(shape).numel(), dtype=torch.float32).reshape(shape) for shape in shapes]
+    kernel(*tensors)
+    return tensors
+
+with open(os.path.join(sys.argv[1], "input.json")) as handle:
+    mod = tvm.ir.load_json(handle.read())
+try:
+    before, after = computed(mod), computed(buggy(mod))
+except Exception:
+    sys.exit(1)  # it no longer compiles: not the bug we are after
+sys.exit(0 if any(not torch.equal(a, b) for a, b in zip(before, after)) else 1)
+"""
+
+
+def test_reduce_shrinks_the_miscompile_bisect_found_against_the_users_check(injected, tmp_path):
+    """bisect's answer -> its command keeping every pass's input -> reduce --test with the user's
+    numeric check: the module left is smaller and the bad pass still changes its result there."""
+    lines = injected.splitlines()
+    at = next(i for i, line in enumerate(lines) if "shrink its input:" in line)
+    keep = lines[at].split("shrink its input:", 1)[1].split("   # ", 1)[0].strip()
+    assert subprocess.run(keep, shell=True, capture_output=True, text=True).returncode == 3  # the bad run, inputs kept
+    script = tmp_path / "interesting.py"
+    script.write_text(INTERESTING.replace("{python}", sys.executable))
+    script.chmod(0o755)
+    reduce = lines[at + 1].strip().split("  (SCRIPT")[0].replace("FOLDER", str(tmp_path / "reduced")).replace("SCRIPT", str(script))
+    done = subprocess.run(reduce.replace("lower-trace ", f"{lower_trace_cli()} ", 1), shell=True, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    before, after = map(int, re.search(r"statements (\d+) → (\d+)", done.stdout).groups())
+    assert after <= before
+    # Ground truth, the test's own: the user's check on the reduced input, in a fresh process.
+    assert subprocess.run([str(script), str(tmp_path / "reduced")], capture_output=True).returncode == 0
+    # Smaller: the 64-element loop and buffers shrank (the bug needs one element to show).
+    from tilelang import tvm
+
+    reduced = tvm.ir.load_json((tmp_path / "reduced" / "input.json").read_text())
+    func = next(f for f in reduced.functions.values() if isinstance(f, tvm.tirx.PrimFunc))
+    assert all(int(d) < 64 for buffer in func.buffer_map.values() for d in buffer.shape), reduced.script()
+    assert "3" in reduced.script() and "T.float32(3.0)" in reduced.script()
