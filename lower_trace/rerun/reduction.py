@@ -84,6 +84,7 @@ class Tester:
         self.reference: Failure | None = None
         self.tries = self.ill_formed = self.timeouts = 0
         self._seen: dict[str, tuple[bool, Failure | None]] = {}
+        self.best: str | None = None  # the shortest interesting input tried (what Ctrl-C keeps)
         self._lock = threading.Lock()
         self.work = tempfile.mkdtemp(prefix="lower-trace-reduce-")
         self.env = quiet_environment()
@@ -124,7 +125,20 @@ class Tester:
         shutil.rmtree(folder, ignore_errors=True)
         with self._lock:
             self._seen[key] = result
+            if result[0] and (self.best is None or len(text) < len(self.best)):
+                self.best = text
         return result
+
+    def run_result(self, text: str) -> Failure | None:
+        """The failure an input already tried gave (None if not tried or none)."""
+        key = hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+        with self._lock:
+            seen = self._seen.get(key)
+        return seen[1] if seen else None
+
+    def count_ill_formed(self) -> None:
+        with self._lock:
+            self.ill_formed += 1
 
     def _interesting(self, failure: Failure | None) -> bool:
         if failure is None:
@@ -201,38 +215,44 @@ def reduce(
         while changed:
             changed = False
             for kind in KINDS:
-                sites = reduce_ir.sites(mod, kind)
-                if not sites:
-                    continue
-                say(f"{kind}s: {len(sites)} to try, {reduce_ir.statement_count(mod)} statements now")
-
-                # A candidate must not be worse than the module it came from: ill-formed where that
-                # is well formed (late in a pipeline TVM's verifier rejects the input itself), or
-                # with more out-of-bounds accesses.
-                checked = reduce_ir.well_formed(mod)
-                bounds = reduce_ir.out_of_bounds(mod) if kind == "shape" else 0
-
-                def interesting(kept: list[Any], sites: list[Any] = sites, mod: Any = mod, kind: str = kind, bounds: int = bounds, checked: bool = checked) -> bool:
-                    candidate = reduce_ir.without(mod, [s for s in sites if s not in kept])
-                    if (checked and not reduce_ir.well_formed(candidate)) or (kind == "shape" and reduce_ir.out_of_bounds(candidate) > bounds):
-                        with tester._lock:
-                            tester.ill_formed += 1
-                        return False
-                    return tester.run(reduce_ir.save(candidate))[0]
-
-                kept = ddmin(sites, interesting, jobs)
-                if len(kept) < len(sites):
-                    mod = reduce_ir.without(mod, [s for s in sites if s not in kept])
-                    best_text = reduce_ir.save(mod)
+                smaller = _one_kind(mod, kind, tester, jobs, say)
+                if smaller is not None:
+                    mod, best_text, changed = smaller, reduce_ir.save(smaller), True
                     best_failure = tester.run(best_text)[1] or best_failure
-                    changed = True
     except KeyboardInterrupt:
         interrupted = True
+        if tester.best is not None and len(tester.best) < len(best_text):  # a try of the kind it was at
+            best_text = tester.best
+            best_failure = tester.run_result(best_text) or best_failure
     finally:
         tester.close(kill=interrupted)
     _write(out_folder, repro_folder, best_text, reduce_ir.script(reduce_ir.load(best_text)), best_failure)
     after = reduce_ir.statement_count(reduce_ir.load(best_text))
     return Reduction(before, after, tester.tries, tester.ill_formed, tester.timeouts, time.perf_counter() - started, out_folder, best_failure, interrupted)
+
+
+def _one_kind(mod: Any, kind: str, tester: Tester, jobs: int, say: Callable[[str], None]) -> Any | None:
+    """One round of delta debugging over the module's sites of one kind: the smaller module, or
+    None when none of them can go."""
+    sites = reduce_ir.sites(mod, kind)
+    if not sites:
+        return None
+    say(f"{kind}s: {len(sites)} to try, {reduce_ir.statement_count(mod)} statements now, {tester.tries} tries so far")
+    # A candidate must not be worse than the module it came from: ill-formed where that is well
+    # formed (late in a pipeline TVM's verifier rejects the input itself), or with more
+    # out-of-bounds accesses.
+    checked = reduce_ir.well_formed(mod)
+    bounds = reduce_ir.out_of_bounds(mod) if kind == "shape" else 0
+
+    def interesting(kept: list[Any]) -> bool:
+        candidate = reduce_ir.without(mod, [s for s in sites if s not in kept])
+        if (checked and not reduce_ir.well_formed(candidate)) or (kind == "shape" and reduce_ir.out_of_bounds(candidate) > bounds):
+            tester.count_ill_formed()
+            return False
+        return tester.run(reduce_ir.save(candidate))[0]
+
+    kept = ddmin(sites, interesting, jobs)
+    return reduce_ir.without(mod, [s for s in sites if s not in kept]) if len(kept) < len(sites) else None
 
 
 def _write(out_folder: str, repro_folder: str, text: str, script: str, failure: Failure | None) -> None:

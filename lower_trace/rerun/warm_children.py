@@ -71,6 +71,7 @@ class WarmChildren:
         self._servers = [_Server(modules, env) for _ in range(max(1, jobs))]
         for server in self._servers:
             self._idle.put(server)
+        self.closed = False
 
     def run(self, script: str, cwd: str, timeout: float) -> subprocess.CompletedProcess[str]:
         server = self._idle.get()
@@ -78,6 +79,8 @@ class WarmChildren:
             answer = server.ask({"script": script, "cwd": cwd, "timeout": timeout})
         finally:
             self._idle.put(server)
+        if answer is None and self.closed:  # Ctrl-C ended the servers: no cold run instead
+            return subprocess.CompletedProcess([script], -9, "", "")
         if answer is None:  # no warm Python: a cold one
             command = [sys.executable, script]
             return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd, stdin=subprocess.DEVNULL, env=self.env)
@@ -86,6 +89,7 @@ class WarmChildren:
         return subprocess.CompletedProcess([script], answer["returncode"], answer["stdout"], answer["stderr"])
 
     def close(self, kill: bool = False) -> None:
+        self.closed = True
         for server in self._servers:
             server.close(kill)
 

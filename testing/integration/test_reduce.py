@@ -7,9 +7,12 @@ statement that is left (the test's own TVM code, not the reducer's) makes it sto
 
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -124,3 +127,34 @@ def test_nothing_to_reduce_is_one_line(failing, tmp_path):
     command = [lower_trace_cli(), "reduce", failing.path, "-k", kernel.kernel_id, "-o", str(out), "--matches", "no such message"]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "nothing to reduce" in proc.stderr
+
+
+def test_ctrl_c_keeps_the_smallest_module_so_far(failing, tmp_path):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) while a slow --test runs: the
+    reduction stops at once and writes the smallest interesting input it had tried."""
+    script = tmp_path / "slow.sh"
+    script.write_text('#!/bin/sh\nsleep 1\ngrep -q \'"frag"\' "$1/input.json"\n')
+    script.chmod(0o755)
+    kernel = failing.kernel("padded_transposed_fragment")
+    out = tmp_path / "reduced"
+    command = [lower_trace_cli(), "reduce", failing.path, "-k", kernel.kernel_id, "-o", str(out), "--test", str(script), "-j", "2"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(8)
+    assert proc.poll() is None, "it ended before Ctrl-C"
+    os.killpg(proc.pid, signal.SIGINT)
+    stopped = time.monotonic()
+    stdout, stderr = proc.communicate(timeout=60)
+    assert time.monotonic() - stopped < 10, "it went on after Ctrl-C"
+    assert proc.returncode == 0, stderr
+    assert "(interrupted: the smallest so far)" in stdout
+    before, after = map(int, re.search(r"statements (\d+) → (\d+)", stdout).groups())
+    assert after < before
+    # What it kept is interesting (the test's own check, here) and is the module it counted.
+    assert subprocess.run([str(script), str(out)]).returncode == 0
+    reduced = tvm.ir.load_json((out / "input.json").read_text())
+    assert sum(1 for _ in _statements(reduced)) < sum(1 for _ in _statements(tvm.ir.load_json(_original_input(failing, kernel))))
+
+
+def _original_input(trace, kernel):
+    failed = next(p for p in kernel.passes if p.error is not None)
+    return trace.ir_json(failed.input)
