@@ -302,6 +302,40 @@ def padded_shape_mismatch():
     return padded_shape_mismatch
 
 
+def padded_gemm_transposed_fragment(M=256, N=256, K=256, block=64):
+    """The transposed fragment's failure (tl.LayoutInference) at the end of a pipelined GEMM with a
+    row-max epilogue and extra outputs: a larger input for `lower-trace reduce` (benchmarks/reduce.py)."""
+
+    @T.prim_func
+    def padded_gemm_transposed_fragment(
+        A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32"),
+        D: T.Tensor((M,), "float32"), E: T.Tensor((M, N), "float32"),
+    ):  # fmt: skip
+        with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block, block), "float16")
+            B_shared = T.alloc_shared((block, block), "float16")
+            acc = T.alloc_fragment((block, block), "float32")
+            frag = T.alloc_fragment((block, block), "float32")
+            row = T.alloc_fragment((block,), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, block), num_stages=2):
+                T.copy(A[by * block, k * block], A_shared)
+                T.copy(B[k * block, bx * block], B_shared)
+                T.gemm(A_shared, B_shared, acc)
+            T.reduce_max(acc, row, dim=1)
+            for i, j in T.Parallel(block, block):
+                acc[i, j] = acc[i, j] - row[i]
+            for i, j in T.Parallel(block, block):
+                frag[i, j] = acc[i, j] * 2.0
+            for i in T.Parallel(block):
+                D[by * block + i] = row[i]
+            for i, j in T.Parallel(block, block):
+                E[by * block + i, bx * block + j] = frag[i, j] + frag[j, i]  # the bug: frag read transposed
+            T.copy(acc, C[by * block, bx * block])
+
+    return padded_gemm_transposed_fragment
+
+
 CUDA_KERNELS = {
     "gemm": gemm,
     "elementwise": elementwise_add,
