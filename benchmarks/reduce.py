@@ -40,7 +40,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         env = {**os.environ, "TL_LOWER_TRACE": "html", "TL_LOWER_TRACE_DIR": os.path.join(folder, "t"), "TILELANG_DISABLE_CACHE": "1"}
         subprocess.run([sys.executable, "-c", TRACE.format(testing=os.path.join(HERE, "..", "testing"))], env=env, check=True, capture_output=True)
-        print(f"{"kernel":32} {'jobs':>4} {'statements':>12} {'tries':>6} {'seconds':>8} {'s/try':>6}")
+        print(f"{'kernel':32} {'jobs':>4} {'statements':>12} {'tries':>6} {'seconds':>8} {'s/try':>6}")
         for kernel, name in (("k1", "padded_transposed_fragment"), ("k2", "padded_shape_mismatch"), ("k3", "padded_gemm_transposed_fragment")):
             for jobs in args.jobs:
                 out = os.path.join(folder, f"r-{kernel}-{jobs}")
