@@ -26,6 +26,8 @@ def cmd_reduce(args: argparse.Namespace) -> int:
         try:
             from lower_trace.rerun.reduction import NotInteresting, reduce
         except ImportError as exc:
+            if "stmt_functor" in str(exc):
+                raise UsageError(f"lower-trace reduce cannot run here: {exc} (lower-trace repro writes the whole reproducer, which runs)") from None
             raise UsageError(f"lower-trace reduce needs the compiler the reproducer runs (TileLang or TVM) installed here: {exc}") from None
 
         def say(line: str) -> None:
@@ -39,7 +41,7 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     minutes, seconds = divmod(round(result.seconds), 60)
     took = f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
     stopped = " (interrupted: the smallest so far)" if result.interrupted else ""
-    print(f"reduced: statements {result.before} → {result.after}, {result.tries} tries ({result.ill_formed} ill-formed skipped, "
+    print(f"reduced: statements {result.before} → {result.after}, {result.tries} tries ({result.ill_formed} not run: ill-formed or out of bounds, "
           f"{result.timeouts} timed out), {took}{stopped}")  # fmt: skip
     said = f"   # {result.failure.type}: {result.failure.message[:120]}" if result.failure else ""
     print(f"  {repro.command(result.folder)}{said}")

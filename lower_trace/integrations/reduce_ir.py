@@ -28,9 +28,12 @@ except ImportError:  # plain TVM
 from lower_trace.integrations.tilelang_layout_restore import restore_layouts
 
 tir: Any = getattr(tvm, "tirx", None) or tvm.tir  # 0.1.15's TVM calls it tirx
+if not hasattr(tir, "stmt_functor"):  # apache-tvm 0.27's Python API has no TIR visitors or mutators
+    raise ImportError(f"this TVM ({tvm.__version__}) has no Python IR mutators ({tir.__name__}.stmt_functor), which the reducer needs; TileLang's TVM has them")
 _NOOP = tir.Evaluate(0)
 _BINARY = tuple(getattr(tir, name) for name in ("Add", "Sub", "Mul", "Div", "FloorDiv", "FloorMod", "Min", "Max") if hasattr(tir, name))
 _BLOCK: Any = getattr(tir, "SBlock", None) or getattr(tir, "Block", None)
+_REGION_OPS = ("tl.region", "tl.tileop.region")  # TileLang's T.region: 0.1.15's name, 0.1.13's
 _SEQ_KEY = "tirx.SeqStmt" if hasattr(tvm, "tirx") else "tir.SeqStmt"  # the type key ir_transform filters on
 
 
@@ -79,7 +82,7 @@ def out_of_bounds(mod: Any) -> int:
             analyzer.bind(node.node.var, tvm.ir.Range.from_min_extent(0, node.value))
         elif isinstance(node, (tir.BufferLoad, tir.BufferStore)):
             accesses.append((node.buffer, list(node.indices), [1] * len(node.indices)))
-        elif isinstance(node, tir.Call) and getattr(node.op, "name", "") == "tl.region" and node.args and isinstance(node.args[0], tir.BufferLoad):
+        elif isinstance(node, tir.Call) and getattr(node.op, "name", "") in _REGION_OPS and node.args and isinstance(node.args[0], tir.BufferLoad):
             load = node.args[0]
             accesses.append((load.buffer, list(load.indices), list(node.args[2:])))
 
@@ -176,7 +179,7 @@ def _function_sites(mod: Any, kind: str, nodes: list[Any], index: dict[Any, int]
             continue
         symbol = str(func.attrs.get("global_symbol", gv.name_hint)) if func.attrs else gv.name_hint
         if kind == "parameter" and not {gv.name_hint, symbol} & called:  # a callee's parameters stay: its calls pass them
-            used = _vars_used(func.body)
+            used = _vars_used(_without_regions(func.body, None))  # a block's reads and writes only describe it
             for param in func.params:
                 buffer = func.buffer_map.get(param)
                 declares = [] if buffer is None else [buffer.data, *_buffer_vars(buffer)]
@@ -345,7 +348,24 @@ def _without_function_sites(mod: Any, chosen: list[Site]) -> Any:
 def _without_parameters(func: Any, names: set[str]) -> Any:
     params = [p for p in func.params if p.name not in names]
     buffer_map = {p: b for p, b in func.buffer_map.items() if p.name not in names}
-    return tir.PrimFunc(params, func.body, func.ret_type, buffer_map, func.attrs)
+    dropped = {b.data for p, b in func.buffer_map.items() if p.name in names}
+    return tir.PrimFunc(params, _without_regions(func.body, dropped), func.ret_type, buffer_map, func.attrs)
+
+
+def _without_regions(body: Any, data: set[Any] | None) -> Any:
+    """The body with the blocks' read and write regions of the buffers whose data variables are
+    given taken away (None: all of them)."""
+    if _BLOCK is None:
+        return body
+
+    def postorder(node: Any) -> Any:
+        if not isinstance(node, _BLOCK):
+            return None
+        regions = [[r for r in group if data is not None and r.buffer.data not in data] for group in (node.reads, node.writes)]
+        allocs, matched = node.alloc_buffers, node.match_buffers
+        return node.__class__(node.iter_vars, regions[0], regions[1], node.name_hint, node.body, node.init, allocs, matched, node.annotations)
+
+    return tir.stmt_functor.ir_transform(body, None, postorder)
 
 
 def _smaller(buffer: Any, to_one: bool) -> Any:

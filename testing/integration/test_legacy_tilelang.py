@@ -239,3 +239,23 @@ def test_tilelangs_nvcc_call_leaves_the_device_stage_nvcc_reports(tmp_path):
     stack, stores, loads = (int(n) for n in re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", text).groups())
     ours = record.function()
     assert (ours.registers, ours.stack, ours.spill_stores, ours.spill_loads) == (registers, stack, stores, loads)
+
+
+def test_reduce_shrinks_a_failure_to_a_module_that_fails_the_same_way(tmp_path):
+    """`lower-trace reduce` on this TileLang: the padded tl.LowerTileOp failure loses its padding,
+    and the reduced reproducer, run from another folder in a fresh process, raises the same error."""
+    import shutil
+    import subprocess
+
+    with lower_trace.trace(mode="html", trace_dir=str(tmp_path / "t")) as run, pytest.raises(Exception) as untraced:
+        lower_cuda(kernels.padded_shape_mismatch())
+    truth = str(untraced.value).strip().splitlines()[-1]
+    cli = os.path.join(os.path.dirname(sys.executable), "lower-trace")
+    done = subprocess.run([cli, "reduce", run.run_dir, "-o", str(tmp_path / "r")], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    reduced = (tmp_path / "r" / "reduced.py").read_text()
+    assert "t = " not in reduced and "C[" not in reduced and "f[" not in reduced, reduced  # the padding
+    shutil.copytree(tmp_path / "r", tmp_path / "elsewhere")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
+    ran = subprocess.run([sys.executable, "repro.py"], cwd=str(tmp_path / "elsewhere"), capture_output=True, text=True, timeout=300, env=env)
+    assert ran.returncode != 0 and truth.split(": ", 1)[-1] in ran.stderr, ran.stderr[-1000:]

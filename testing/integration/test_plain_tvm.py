@@ -154,6 +154,27 @@ def test_a_failing_tvm_pass_leaves_a_reproducer(tmp_path):
     assert done.returncode != 0 and "no Python factory builds the pass 'BrokenPass'" in done.stderr
 
 
+def test_reduce_says_in_one_line_that_this_tvm_cannot_and_repro_still_works(tmp_path):
+    """apache-tvm 0.27's Python API has no TIR mutators (stmt_functor), which the reducer needs:
+    `lower-trace reduce` says so in one line (exit 2) and `lower-trace repro` still gives a
+    reproducer that raises the failure."""
+    import subprocess
+
+    pipeline = tvm.transform.Sequential([tvm.tirx.transform.RemoveNoOp(), tvm.tirx.transform.BF16StorageLegalize()], name="legalize")
+    with pytest.raises(Exception), tvm.transform.PassContext(instruments=[lower_trace.instrument(mode="html", trace_dir=tmp_path / "t")]):
+        pipeline(AddTIR)
+    run = lower_trace.current_run()
+    lower_trace.disable()
+    cli = os.path.join(os.path.dirname(sys.executable), "lower-trace")
+    done = subprocess.run([cli, "reduce", run.run_dir, "-o", str(tmp_path / "r")], capture_output=True, text=True, timeout=300)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "stmt_functor" in lines[0] and "lower-trace repro" in lines[0], done.stderr
+    assert not (tmp_path / "r").exists()
+    subprocess.run([cli, "repro", run.run_dir, "-o", str(tmp_path / "bug")], check=True, capture_output=True, timeout=300)
+    ran = _run_repro(str(tmp_path / "bug"), tmp_path)
+    assert ran.returncode != 0 and "This pass must be called after MakePackedAPI" in ran.stderr
+
+
 def test_replay_of_a_tvm_compile(tmp_path, monkeypatch, capsys):
     from lower_trace.cli.main import main
 
