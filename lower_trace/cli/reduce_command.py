@@ -19,8 +19,9 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     and reduced.py (the module as TVMScript). DIR may also be a reproducer folder."""
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise UsageError(f"-o {args.output}: a file is there; name a folder (it is created)")
-    if args.test and not os.access(args.test, os.X_OK):
+    if args.test and not (os.path.isfile(args.test) and os.access(args.test, os.X_OK)):
         raise UsageError(f"--test {args.test}: not an executable file (it gets a candidate's folder and exits 0 when it is still interesting)")
+    test = os.path.abspath(args.test) if args.test else None  # it runs in each candidate's folder
     with tempfile.TemporaryDirectory(prefix="lower-trace-reduce-input-") as scratch:
         source = args.trace if _is_reproducer(args.trace) else _write_reproducer(args, scratch)
         try:
@@ -35,7 +36,7 @@ def cmd_reduce(args: argparse.Namespace) -> int:
                 sys.stderr.write(f"lower-trace reduce: {line}\n")
 
         try:
-            result = reduce(source, args.output, timeout=args.timeout, jobs=args.jobs, matches=args.matches, test=args.test, say=say)
+            result = reduce(source, args.output, timeout=args.timeout, jobs=args.jobs, matches=args.matches, test=test, say=say)
         except NotInteresting as exc:
             raise UsageError(str(exc)) from None
     minutes, seconds = divmod(round(result.seconds), 60)

@@ -187,12 +187,26 @@ def _function_sites(mod: Any, kind: str, nodes: list[Any], index: dict[Any, int]
                     out.append(Site(kind, number, f"parameter {param.name}"))
         elif kind == "shape":
             out += [Site(kind, number, f"shape {how} {b.name}") for b in func.buffer_map.values() if _halvable_shape(b) for how in ("1", "half")]
-    if kind == "shape" and _BLOCK is not None:
-        for node in nodes:
-            if isinstance(node, _BLOCK):
-                number = index[node] + len(mod.functions)
-                out += [Site(kind, number, f"shape {how} {b.name}") for b in node.alloc_buffers if _halvable_shape(b) for how in ("1", "half")]
+    if kind == "shape":
+        for number, (_, func) in enumerate(_functions(mod)):
+            named = {b.name for b in _body_buffers(func.body)}
+            out += [Site(kind, number, f"shape {how} {name}") for name in sorted(named) for how in ("1", "half")]
     return out
+
+
+def _body_buffers(body: Any) -> list[Any]:
+    """The buffers a body allocates, declares or accesses (views of a parameter's data included),
+    of a constant shape that can be made smaller."""
+    found: list[Any] = []
+
+    def visit(node: Any) -> None:
+        if _BLOCK is not None and isinstance(node, _BLOCK):
+            found.extend(node.alloc_buffers)
+        elif isinstance(node, (tir.DeclBuffer, tir.BufferLoad, tir.BufferStore)):
+            found.append(node.buffer)
+
+    tir.stmt_functor.post_order_visit(body, visit)
+    return [b for b in found if _halvable_shape(b)]
 
 
 def _called_names(mod: Any) -> set[str]:
@@ -382,13 +396,9 @@ def _with_smaller_shapes(func: Any, names: set[str], ones: set[str]) -> Any:
         if buffer.name in names and _halvable_shape(buffer):
             swap[buffer] = _smaller(buffer, buffer.name in ones)
 
-    def collect(node: Any) -> None:
-        if _BLOCK is not None and isinstance(node, _BLOCK):
-            for buffer in node.alloc_buffers:
-                if buffer.name in names and _halvable_shape(buffer):
-                    swap[buffer] = _smaller(buffer, buffer.name in ones)
-
-    tir.stmt_functor.post_order_visit(func.body, collect)
+    for buffer in _body_buffers(func.body):
+        if buffer.name in names and buffer not in swap:
+            swap[buffer] = _smaller(buffer, buffer.name in ones)
     if not swap:
         return func
 
@@ -400,6 +410,8 @@ def _with_smaller_shapes(func: Any, names: set[str], ones: set[str]) -> Any:
             return tir.BufferStore(new(node.buffer), node.value, node.indices, node.predicate)
         if isinstance(node, tir.BufferLoad) and node.buffer in swap:
             return tir.BufferLoad(new(node.buffer), node.indices, node.predicate)
+        if isinstance(node, tir.DeclBuffer) and node.buffer in swap:
+            return tir.DeclBuffer(new(node.buffer), node.body)
         if _BLOCK is not None and isinstance(node, _BLOCK):
             regions = [[tir.BufferRegion(new(r.buffer), r.region) for r in regions] for regions in (node.reads, node.writes)]
             matched = [tir.MatchBufferRegion(m.buffer, tir.BufferRegion(new(m.source.buffer), m.source.region)) for m in node.match_buffers]
