@@ -6,9 +6,9 @@ A *site* is one thing the reducer may take away or make smaller: a function of t
 iteration), a branch (an `if` replaced by its then or its else case), a buffer a block allocates
 that nothing names any more (dropped), a parameter nothing uses (dropped, with its buffer), an
 annotation of a block or a loop (dropped), a stored value (made a constant, or one operand of a
-binary operation), a loop's constant extent (halved), a buffer's constant shape (every dimension
-halved). Statement-level sites are numbered in the pre-order of the module they were found in,
-functions and parameters by the function's place in the module. Every candidate is built from
+binary operation), a loop's constant extent or a buffer's constant shape (made 1, or halved).
+Statement-level sites are numbered in the pre-order of the module they were found in; functions,
+parameters and shapes by the function's place in the module. Every candidate is built from
 the same module and its chosen sites, so sites keep their numbers through a whole round of delta
 debugging; the next round numbers the sites of the round's result.
 """
@@ -41,9 +41,9 @@ _SEQ_KEY = "tirx.SeqStmt" if hasattr(tvm, "tirx") else "tir.SeqStmt"  # the type
 class Site:
     kind: str  # one of reduction.KINDS
     number: int  # the node's in the module's pre-order (buffers, annotations: the block's or loop's;
-    #              functions, parameters, shapes of parameters: the function's place in the module)
-    label: str  # what it is ("BufferStore", "For i", "buffer frag", "parameter D"); the word after
-    #             the kind's is what without() acts on
+    #              functions, parameters, shapes: the function's place in the module)
+    label: str  # what it is and what without() does: "BufferStore", "For i", "buffer frag",
+    #             "parameter D", "branch else", "extent half i", "shape 1 frag"
 
 
 def load(text: str) -> Any:
