@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 from typing import Any
@@ -17,10 +18,18 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     """Shrink the input of a failed pass (or of -p PASS, held under TL_LOWER_TRACE_REPLAY=1) to a
     module that still fails the same way, 1-minimal: FOLDER gets input.json, repro.py, error.txt
     and reduced.py (the module as TVMScript). DIR may also be a reproducer folder."""
-    if os.path.exists(args.output) and not os.path.isdir(args.output):
-        raise UsageError(f"-o {args.output}: a file is there; name a folder (it is created)")
+    _check_output(args.output)
     if args.test and not (os.path.isfile(args.test) and os.access(args.test, os.X_OK)):
         raise UsageError(f"--test {args.test}: not an executable file (it gets a candidate's folder and exits 0 when it is still interesting)")
+    if args.test and args.matches:
+        raise UsageError("--matches and --test both say what is interesting: give one (--test SCRIPT can match the message itself)")
+    if args.matches:
+        try:
+            re.compile(args.matches)
+        except re.error as exc:
+            raise UsageError(f"--matches {args.matches!r}: not a regular expression ({exc})") from None
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout {args.timeout:g}: give the seconds one try may take (more than 0)")
     test = os.path.abspath(args.test) if args.test else None  # it runs in each candidate's folder
     with tempfile.TemporaryDirectory(prefix="lower-trace-reduce-input-") as scratch:
         source = args.trace if _is_reproducer(args.trace) else _write_reproducer(args, scratch)
@@ -38,16 +47,29 @@ def cmd_reduce(args: argparse.Namespace) -> int:
         try:
             result = reduce(source, args.output, timeout=args.timeout, jobs=args.jobs, matches=args.matches, test=test, say=say)
         except NotInteresting as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(f"{args.trace}: nothing to reduce: {exc}") from None
     minutes, seconds = divmod(round(result.seconds), 60)
     took = f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
     stopped = " (interrupted: the smallest so far)" if result.interrupted else ""
-    print(f"reduced: statements {result.before} → {result.after}, {result.tries} tries ({result.ill_formed} not run: ill-formed or out of bounds, "
-          f"{result.timeouts} timed out), {took}{stopped}")  # fmt: skip
-    said = f"   # {result.failure.type}: {result.failure.message[:120]}" if result.failure else ""
+    skipped = f", {result.ill_formed} candidates not run (ill-formed or out of bounds)" if result.ill_formed else ""
+    print(f"reduced: statements {result.before} → {result.after}, {result.tries} tries ({result.timeouts} timed out){skipped}, {took}{stopped}")
+    said = f"   # {result.failure.type}: {result.failure.headline[:120]}" if result.failure else ""
     print(f"  {repro.command(result.folder)}{said}")
     print(f"  {os.path.join(result.folder, 'reduced.py')}   # the module, to paste into a bug report")
-    return 0
+    if result.failure and result.original and result.failure.headline != result.original.headline:
+        print(f"  note: the message now reads {result.failure.headline[:160]!r}; it was {result.original.headline[:160]!r} (the numbers may differ)")
+    return 130 if result.interrupted else 0
+
+
+def _check_output(output: str) -> None:
+    """-o names a folder that is there or can be made: said before any work, not after."""
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise UsageError(f"-o {output}: a file is there; name a folder (it is created)")
+    parent = os.path.dirname(os.path.abspath(output))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        raise UsageError(f"-o {output}: {parent} is not a folder this user can write in; name another")
 
 
 def _is_reproducer(path: str) -> bool:

@@ -57,7 +57,17 @@ def save(mod: Any) -> str:
 
 
 def script(mod: Any) -> str:
-    return mod.script()
+    """TVMScript, and the layouts blocks annotate, which it prints only as metadata references."""
+    layouts: list[str] = []
+
+    def visit(node: Any) -> None:
+        if _BLOCK is not None and isinstance(node, _BLOCK) and "layout_map" in node.annotations:
+            layouts.extend(f"#   {getattr(key, 'name', key)}: {layout}" for key, layout in node.annotations["layout_map"].items())
+
+    for _, func in _functions(mod):
+        tir.stmt_functor.post_order_visit(func.body, visit)
+    text = mod.script().rstrip()
+    return text + ("\n\n# The layouts annotated above (layout_map's metadata):\n" + "\n".join(layouts) if layouts else "") + "\n"
 
 
 def well_formed(mod: Any) -> bool:
@@ -88,7 +98,7 @@ def out_of_bounds(mod: Any) -> int:
 
     for _, func in _functions(mod):
         tir.stmt_functor.post_order_visit(func.body, visit)
-    count = 0
+    count = _views_past_their_data(mod)
     for buffer, indices, extents in accesses:
         widths = [*extents, *[1] * len(indices)][: len(indices)]
         for dim, index, width in zip(buffer.shape, indices, widths, strict=False):  # flattened accesses have fewer
@@ -97,6 +107,26 @@ def out_of_bounds(mod: Any) -> int:
                 count += 1
                 break
     return count
+
+
+def _views_past_their_data(mod: Any) -> int:
+    """Buffers in a body that view a parameter's data (same data variable) with more elements than
+    the parameter's buffer has: a smaller parameter must take its views down with it."""
+    count = 0
+    for _, func in _functions(mod):
+        sizes = {b.data: size for b in func.buffer_map.values() if (size := _elements(b)) is not None}
+        for buffer in {b for b in _body_buffers(func.body) if b.data in sizes}:
+            count += int((_elements(buffer) or 0) > sizes[buffer.data])
+    return count
+
+
+def _elements(buffer: Any) -> int | None:
+    total = 1
+    for dim in buffer.shape:
+        if not isinstance(dim, tir.IntImm):
+            return None
+        total *= dim.value
+    return total
 
 
 def _functions(mod: Any) -> list[tuple[Any, Any]]:
@@ -147,6 +177,8 @@ def sites(mod: Any, kind: str) -> list[Site]:
         for node in nodes:
             if isinstance(node, (tir.For, *((_BLOCK,) if _BLOCK is not None else ()))) and node.annotations:
                 out += [Site(kind, index[node], f"annotation {key}") for key in node.annotations]
+    elif kind == "attribute":  # an attribute statement replaced by its body (thread launches stay)
+        out = [Site(kind, index[node], f"attribute {node.attr_key}") for node in nodes if isinstance(node, tir.AttrStmt) and node.attr_key != "thread_extent"]
     elif kind == "branch":
         for node in nodes:
             if isinstance(node, tir.IfThenElse):
@@ -269,7 +301,7 @@ def without(mod: Any, chosen: Iterable[Site]) -> Any:
     nodes = _nodes(mod)
     by_node: dict[Any, Site] = {}
     for site in sorted(chosen, key=lambda s: s.label):  # a branch's "else" before its "then": the first applies
-        if site.kind in ("statement", "loop", "branch", "extent"):
+        if site.kind in ("statement", "loop", "branch", "extent", "attribute"):
             by_node.setdefault(nodes[site.number], site)
     values: dict[Any, set[str]] = {}  # per store, the replacements chosen for its value (the first that applies is made)
     for site in chosen:
@@ -289,6 +321,8 @@ def without(mod: Any, chosen: Iterable[Site]) -> Any:
             return None
         if site.kind == "statement":
             return _NOOP
+        if site.kind == "attribute":
+            return tir.stmt_functor.ir_transform(node.body, preorder, None)
         if site.kind == "branch":
             case = node.else_case if site.label.endswith("else") else node.then_case
             return _NOOP if case is None else tir.stmt_functor.ir_transform(case, preorder, None)
@@ -327,6 +361,11 @@ def _drop_names(body: Any, names_of: dict[Any, set[str]]) -> Any:
         if isinstance(node, tir.For):
             return tir.For(node.loop_var, node.min, node.extent, node.kind, inner, node.thread_binding, annotations)
         kept = [b for b in node.alloc_buffers if b.name not in names]
+        dropped = {b.data for b in node.alloc_buffers if b.name in names}
+        layouts = annotations.get("layout_map")
+        if dropped and layouts is not None:  # a dropped buffer's layout goes with it
+            left = {key: layout for key, layout in layouts.items() if getattr(key, "data", key) not in dropped}
+            annotations = {k: v for k, v in annotations.items() if k != "layout_map"} | ({"layout_map": tvm.runtime.convert(left)} if left else {})
         return node.__class__(node.iter_vars, node.reads, node.writes, node.name_hint, inner, node.init, kept, node.match_buffers, annotations)
 
     return tir.stmt_functor.ir_transform(body, preorder, None)

@@ -19,6 +19,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -33,7 +34,7 @@ from lower_trace.rerun.repro import ERROR, INPUT, SCRIPT
 from lower_trace.rerun.warm_children import WarmChildren, quiet_environment
 
 # Coarse to fine: what takes away most first; what only makes numbers smaller last.
-KINDS = ("function", "statement", "loop", "branch", "buffer", "parameter", "annotation", "value", "extent", "shape")
+KINDS = ("function", "statement", "loop", "branch", "attribute", "buffer", "parameter", "annotation", "value", "extent", "shape")
 REDUCED = "reduced.py"
 _EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit|Interrupt))(?:: ?(.*))?$")
 
@@ -45,7 +46,11 @@ class NotInteresting(RuntimeError):
 @dataclass(frozen=True)
 class Failure:
     type: str
-    message: str  # its first line
+    message: str  # the whole message, every line of it
+
+    @property
+    def headline(self) -> str:
+        return self.message.split("\n", 1)[0]
 
 
 @dataclass
@@ -59,20 +64,25 @@ class Reduction:
     folder: str
     failure: Failure | None
     interrupted: bool = False
+    original: Failure | None = None  # the unreduced input's
 
 
 def failure_of(stderr: str) -> Failure | None:
-    """The exception a reproducer's child died of: the last traceback line naming one."""
-    for line in reversed(stderr.strip().splitlines()):
-        match = _EXCEPTION.match(line.strip())
+    """The exception a reproducer's child died of: the last unindented line naming one (a
+    traceback's frames are indented), with the lines of its message that follow it."""
+    lines = stderr.strip().splitlines()
+    for at in range(len(lines) - 1, -1, -1):
+        line = lines[at]
+        match = _EXCEPTION.match(line) if line[:1].strip() else None
         if match:
-            return Failure(match.group(1), (match.group(2) or "").strip())
+            return Failure(match.group(1), "\n".join([(match.group(2) or "").strip(), *lines[at + 1 :]]).strip())
     return None
 
 
 def normalised(message: str) -> str:
-    """A message with what a reduction changes blanked: numbers (extents, indices, line numbers)."""
-    return re.sub(r"\d+", "N", message.split("  --> ")[0]).strip()
+    """A message's first line with what a reduction changes blanked: numbers (extents, indices,
+    line numbers). Later lines quote the IR, which a reduction changes."""
+    return re.sub(r"\d+", "N", message.split("\n", 1)[0].split("  --> ")[0]).strip()
 
 
 class Tester:
@@ -84,7 +94,9 @@ class Tester:
         self.reference: Failure | None = None
         self.tries = self.ill_formed = self.timeouts = 0
         self._seen: dict[str, tuple[bool, Failure | None]] = {}
+        self.stop = threading.Event()  # Ctrl-C: no more tries
         self.best: str | None = None  # the shortest interesting input tried (what Ctrl-C keeps)
+        self.first_timed_out = False  # the unreduced input ran past the timeout
         self._lock = threading.Lock()
         self.work = tempfile.mkdtemp(prefix="lower-trace-reduce-")
         self.env = quiet_environment()
@@ -103,12 +115,15 @@ class Tester:
         with self._lock:
             if key in self._seen:
                 return self._seen[key]
+            if self.stop.is_set():
+                return (False, None)
             self.tries += 1
         folder = os.path.join(self.work, key)
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, INPUT), "w", encoding="utf-8") as handle:
             handle.write(text)
         shutil.copy(self.script, os.path.join(folder, SCRIPT))
+        timed_out = False
         try:
             if self.warm is not None:
                 proc = self.warm.run(os.path.join(folder, SCRIPT), folder, self.timeout)
@@ -118,11 +133,16 @@ class Tester:
         except subprocess.TimeoutExpired:
             with self._lock:
                 self.timeouts += 1
+            timed_out = True
             result: tuple[bool, Failure | None] = (False, None)
         else:
             failure = failure_of(proc.stderr) if proc.returncode != 0 else None
             result = (proc.returncode == 0 if self.test else self._interesting(failure), failure)
         shutil.rmtree(folder, ignore_errors=True)
+        if self.stop.is_set() and not result[0]:
+            return result  # cut short by Ctrl-C: not an answer to remember
+        if timed_out and self.reference is None:
+            self.first_timed_out = True
         with self._lock:
             self._seen[key] = result
             if result[0] and (self.best is None or len(text) < len(self.best)):
@@ -155,7 +175,7 @@ def _compiler_module(script: str) -> str:
         return "tilelang" if re.search(r"^\s*import tilelang\b", handle.read(), re.MULTILINE) else "tvm"
 
 
-def ddmin(items: Sequence[Any], interesting: Callable[[list[Any]], bool], jobs: int) -> list[Any]:
+def ddmin(items: Sequence[Any], interesting: Callable[[list[Any]], bool], jobs: int, stop: threading.Event | None = None) -> list[Any]:
     """A 1-minimal sublist of items (as kept) for which interesting(kept) holds, given it holds
     for all of them. The subsets and complements of a split are tried `jobs` at a time; the
     first (in order) that is interesting is taken."""
@@ -170,6 +190,8 @@ def ddmin(items: Sequence[Any], interesting: Callable[[list[Any]], bool], jobs: 
             for start in range(0, len(candidates), max(1, jobs)):
                 batch = candidates[start : start + max(1, jobs)]
                 answers = list(pool.map(interesting, batch))
+                if stop is not None and stop.is_set():
+                    raise KeyboardInterrupt
                 found = next((c for c, ok in zip(batch, answers, strict=True) if ok), None)
                 if found is not None:
                     break
@@ -203,18 +225,22 @@ def reduce(
     mod = reduce_ir.load(original)
     before = reduce_ir.statement_count(mod)
     interrupted = False
+    previous = _on_ctrl_c(tester)
     try:
         ok, tester.reference = tester.run(original)
         best_failure = tester.reference
         if not ok and not tester.test and matches is None:
             ok = tester.reference is not None
+        if tester.stop.is_set():
+            raise KeyboardInterrupt
         if not ok:
-            what = f"its failure ({tester.reference.type}) does not match {matches!r}" if matches and tester.reference else "it does not fail"
-            raise NotInteresting(f"{repro_folder}: nothing to reduce: {what}" + (f" ({test} exits non-zero on it)" if test else ""))
+            raise NotInteresting(_why_not(tester, matches, test))
         changed = True
         while changed:
             changed = False
             for kind in KINDS:
+                if tester.stop.is_set():
+                    raise KeyboardInterrupt
                 smaller = _one_kind(mod, kind, tester, jobs, say)
                 if smaller is not None:
                     mod, best_text, changed = smaller, reduce_ir.save(smaller), True
@@ -226,9 +252,40 @@ def reduce(
             best_failure = tester.run_result(best_text) or best_failure
     finally:
         tester.close(kill=interrupted)
-    _write(out_folder, repro_folder, best_text, reduce_ir.script(reduce_ir.load(best_text)), best_failure)
-    after = reduce_ir.statement_count(reduce_ir.load(best_text))
-    return Reduction(before, after, tester.tries, tester.ill_formed, tester.timeouts, time.perf_counter() - started, out_folder, best_failure, interrupted)
+    try:  # a second Ctrl-C while the result is written only sets the stop again
+        _write(out_folder, repro_folder, best_text, reduce_ir.script(reduce_ir.load(best_text)), best_failure, tester.reference)
+        after = reduce_ir.statement_count(reduce_ir.load(best_text))
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    seconds = time.perf_counter() - started
+    return Reduction(before, after, tester.tries, tester.ill_formed, tester.timeouts, seconds, out_folder, best_failure, interrupted, tester.reference)
+
+
+def _on_ctrl_c(tester: Tester) -> Any:
+    """Ctrl-C sets the tester's stop (checked between tries, never raised inside TVM's callbacks,
+    where it would turn into a RuntimeError) and ends the warm Pythons' runs at once; a second
+    one does the same. The handler it replaced (None off the main thread, where none is set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, frame: Any) -> None:
+        tester.stop.set()
+        if tester.warm is not None:
+            tester.warm.kill()
+
+    return signal.signal(signal.SIGINT, stop)
+
+
+def _why_not(tester: Tester, matches: str | None, test: str | None) -> str:
+    """Why the unreduced input is not interesting (NotInteresting's message)."""
+    if tester.first_timed_out:
+        return f"it ran longer than --timeout {tester.timeout:g} s; give it more time"
+    if test:
+        return f"{test} exits non-zero on it (it must exit 0 on the unreduced input)"
+    if matches and tester.reference:
+        return f"its failure ({tester.reference.type}: {tester.reference.headline[:160]}) does not match {matches!r}"
+    return "it does not fail"
 
 
 def _one_kind(mod: Any, kind: str, tester: Tester, jobs: int, say: Callable[[str], None]) -> Any | None:
@@ -251,18 +308,25 @@ def _one_kind(mod: Any, kind: str, tester: Tester, jobs: int, say: Callable[[str
             return False
         return tester.run(reduce_ir.save(candidate))[0]
 
-    kept = ddmin(sites, interesting, jobs)
+    kept = ddmin(sites, interesting, jobs, tester.stop)
     return reduce_ir.without(mod, [s for s in sites if s not in kept]) if len(kept) < len(sites) else None
 
 
-def _write(out_folder: str, repro_folder: str, text: str, script: str, failure: Failure | None) -> None:
+def _write(out_folder: str, repro_folder: str, text: str, script: str, failure: Failure | None, original: Failure | None) -> None:
+    """The reduced reproducer: its input, the reproducer's script (its docstring's error made the
+    one this input raises), the module as TVMScript, and the error (none: a --test reduction)."""
     os.makedirs(out_folder, exist_ok=True)
     with open(os.path.join(out_folder, INPUT), "w", encoding="utf-8") as handle:
         handle.write(text)
-    if os.path.abspath(out_folder) != os.path.abspath(repro_folder):
-        shutil.copy(os.path.join(repro_folder, SCRIPT), os.path.join(out_folder, SCRIPT))
+    with open(os.path.join(repro_folder, SCRIPT), encoding="utf-8") as handle:
+        runner = handle.read()
+    runner = runner.replace("Reproducer written by lower-trace:", "Reproducer written by lower-trace and reduced by lower-trace reduce:", 1)
+    if failure is not None and failure != original:
+        runner = re.sub(r"^Error: .*$", lambda _: f"Error: {failure.type}: {failure.headline}", runner, count=1, flags=re.MULTILINE)
+    with open(os.path.join(out_folder, SCRIPT), "w", encoding="utf-8") as handle:
+        handle.write(runner)
     with open(os.path.join(out_folder, REDUCED), "w", encoding="utf-8") as handle:
-        handle.write(f"# The input lower-trace reduce left (TVMScript, for reading; repro.py runs {INPUT})\n{script}")
+        handle.write(f"# The input lower-trace reduce left (TVMScript, for reading; repro.py runs {INPUT})\n{script.rstrip()}\n")
     if failure is not None:
         with open(os.path.join(out_folder, ERROR), "w", encoding="utf-8") as handle:
             handle.write(f"{failure.type}: {failure.message}\n")

@@ -88,6 +88,13 @@ class WarmChildren:
             raise subprocess.TimeoutExpired([script], timeout)
         return subprocess.CompletedProcess([script], answer["returncode"], answer["stdout"], answer["stderr"])
 
+    def kill(self) -> None:
+        """Ctrl-C: every server and the child it runs end now (safe in a signal handler: no wait)."""
+        self.closed = True
+        for server in self._servers:
+            with contextlib.suppress(OSError):
+                os.killpg(server.proc.pid, signal.SIGKILL)
+
     def close(self, kill: bool = False) -> None:
         self.closed = True
         for server in self._servers:

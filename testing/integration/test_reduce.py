@@ -115,7 +115,7 @@ def test_a_hanging_candidate_is_killed_and_the_reduction_goes_on(failing, tmp_pa
     command = [lower_trace_cli(), "reduce", failing.path, "-k", kernel.kernel_id, "-o", str(out), "--test", str(script), "--timeout", "3"]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
-    timed_out = int(proc.stdout.split(" timed out")[0].rsplit(", ", 1)[-1])
+    timed_out = int(re.search(r"\((\d+) timed out\)", proc.stdout).group(1))
     assert timed_out >= 1
     assert '"frag"' in (out / "input.json").read_text()
     assert json.loads((out / "input.json").read_text())  # TVM's JSON, whole
@@ -145,7 +145,7 @@ def test_ctrl_c_keeps_the_smallest_module_so_far(failing, tmp_path):
     stopped = time.monotonic()
     stdout, stderr = proc.communicate(timeout=60)
     assert time.monotonic() - stopped < 10, "it went on after Ctrl-C"
-    assert proc.returncode == 0, stderr
+    assert proc.returncode == 130, stderr  # interrupted, as a shell counts Ctrl-C; what it kept is written
     assert "(interrupted: the smallest so far)" in stdout
     before, after = map(int, re.search(r"statements (\d+) → (\d+)", stdout).groups())
     assert after < before
