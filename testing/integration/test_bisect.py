@@ -16,25 +16,30 @@ from lower_trace.model import PassStatus
 from lower_trace.rerun.bisection import KNOWN_REQUIRED, Bisector
 from support import TESTING, lower_trace_cli
 
+# A stand-in for a compiler bug: after the real pass, 3.0 becomes 3.5 (in the check, slipped into
+# TileLang's pipeline; in the reduce test's script, run on each candidate).
+BUGGY = """
+@tvm.tirx.transform.prim_func_pass(opt_level=0, name="tl.BuggyConstantFold")
+def buggy(func, mod, ctx):
+    def change(node):
+        if isinstance(node, tvm.tirx.FloatImm) and node.value == 3.0:
+            return tvm.tirx.FloatImm(node.dtype, 3.5)
+        return None
+    return func.with_body(tvm.tirx.stmt_functor.ir_transform(func.body, None, change))
+"""
+
 CHECK = """
 import sys
 sys.path.insert(0, {here!r})
 import torch, tilelang, tilelang.transform, kernels
 from tilelang import tvm
 
+{buggy}
 INJECT = {inject!r}
 if INJECT:
     real = getattr(tilelang.transform, INJECT)
 
     def wrapped(*args, **kwargs):
-        # A stand-in for a compiler bug: after the real pass, 3.0 becomes 3.5.
-        @tvm.tirx.transform.prim_func_pass(opt_level=0, name="tl.BuggyConstantFold")
-        def buggy(func, mod, ctx):
-            def change(node):
-                if isinstance(node, tvm.tirx.FloatImm) and node.value == 3.0:
-                    return tvm.tirx.FloatImm(node.dtype, 3.5)
-                return None
-            return func.with_body(tvm.tirx.stmt_functor.ir_transform(func.body, None, change))
         return tvm.transform.Sequential([real(*args, **kwargs), buggy], name="tl." + INJECT)
 
     setattr(tilelang.transform, INJECT, wrapped)
@@ -54,7 +59,7 @@ sys.exit(0 if ok and not {always_bad} else 3)  # 3: wrong numbers (a crash would
 
 def check(tmp_path, inject="", kernels=1, always_bad=False):
     path = tmp_path / "check.py"
-    path.write_text(textwrap.dedent(CHECK.format(here=TESTING, inject=inject, kernels=kernels, always_bad=always_bad)))
+    path.write_text(textwrap.dedent(CHECK.format(here=TESTING, inject=inject, kernels=kernels, always_bad=always_bad, buggy=BUGGY)))
     return [sys.executable, str(path)]
 
 
@@ -278,14 +283,7 @@ os.environ["TILELANG_DISABLE_CACHE"] = "1"
 import torch, tilelang
 from tilelang import tvm
 
-@tvm.tirx.transform.prim_func_pass(opt_level=0, name="tl.BuggyConstantFold")
-def buggy(func, mod, ctx):
-    def change(node):
-        if isinstance(node, tvm.tirx.FloatImm) and node.value == 3.0:
-            return tvm.tirx.FloatImm(node.dtype, 3.5)
-        return None
-    return func.with_body(tvm.tirx.stmt_functor.ir_transform(func.body, None, change))
-
+{buggy}
 def computed(mod):
     func = next(f for f in mod.functions.values() if isinstance(f, tvm.tirx.PrimFunc))
     kernel = tilelang.compile(func, target="c", execution_backend="cython")
@@ -312,7 +310,7 @@ def test_reduce_shrinks_the_miscompile_bisect_found_against_the_users_check(inje
     keep = lines[at].split("shrink its input:", 1)[1].split("   # ", 1)[0].strip()
     assert subprocess.run(keep, shell=True, capture_output=True, text=True).returncode == 3  # the bad run, inputs kept
     script = tmp_path / "interesting.py"
-    script.write_text(INTERESTING.replace("{python}", sys.executable))
+    script.write_text(INTERESTING.replace("{python}", sys.executable).replace("{buggy}", BUGGY))
     script.chmod(0o755)
     reduce = lines[at + 1].strip().split("  (SCRIPT")[0].replace("FOLDER", str(tmp_path / "reduced")).replace("SCRIPT", str(script))
     done = subprocess.run(reduce.replace("lower-trace ", f"{lower_trace_cli()} ", 1), shell=True, capture_output=True, text=True, timeout=900)
