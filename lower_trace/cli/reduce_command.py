@@ -44,8 +44,11 @@ def cmd_reduce(args: argparse.Namespace) -> int:
             if sys.stderr.isatty():
                 sys.stderr.write(f"lower-trace reduce: {line}\n")
 
+        def warn(line: str) -> None:
+            sys.stderr.write(f"lower-trace reduce: {line}\n")
+
         try:
-            result = reduce(source, args.output, timeout=args.timeout, jobs=args.jobs, matches=args.matches, test=test, say=say)
+            result = reduce(source, args.output, timeout=args.timeout, jobs=args.jobs, matches=args.matches, test=test, say=say, warn=warn)
         except NotInteresting as exc:
             raise UsageError(f"{args.trace}: nothing to reduce: {exc}") from None
     minutes, seconds = divmod(round(result.seconds), 60)

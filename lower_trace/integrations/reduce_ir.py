@@ -5,7 +5,7 @@ A *site* is one thing the reducer may take away or make smaller: a function of t
 (dropped), a statement of a sequence (deleted), a loop (replaced by its body at its first
 iteration), a branch (an `if` replaced by its then or its else case), a buffer a block allocates
 that nothing names any more (dropped), a parameter nothing uses (dropped, with its buffer), an
-annotation of a block or a loop (dropped), a stored value (made a constant, or one operand of a
+annotation of a block or a loop or one entry of a block's layout_map (dropped), a stored value (made a constant, or one operand of a
 binary operation), a loop's constant extent or a buffer's constant shape (made 1, or halved).
 Statement-level sites are numbered in the pre-order of the module they were found in; functions,
 parameters and shapes by the function's place in the module. Every candidate is built from
@@ -179,6 +179,10 @@ def sites(mod: Any, kind: str) -> list[Site]:
                 out += [Site(kind, index[node], f"annotation {key}") for key in node.annotations]
     elif kind == "attribute":  # an attribute statement replaced by its body (thread launches stay)
         out = [Site(kind, index[node], f"attribute {node.attr_key}") for node in nodes if isinstance(node, tir.AttrStmt) and node.attr_key != "thread_extent"]
+    elif kind == "layout":  # one entry of a block's layout_map (TileLang infers what is not given)
+        for node in nodes:
+            if _BLOCK is not None and isinstance(node, _BLOCK) and "layout_map" in node.annotations:
+                out += [Site(kind, index[node], f"layout {_key_name(key)}") for key in node.annotations["layout_map"]]
     elif kind == "branch":
         for node in nodes:
             if isinstance(node, tir.IfThenElse):
@@ -189,6 +193,11 @@ def sites(mod: Any, kind: str) -> list[Site]:
     elif kind in ("function", "parameter", "shape"):
         out = _function_sites(mod, kind, nodes, index)
     return sorted(set(out), key=lambda s: (s.number, s.label))
+
+
+def _key_name(key: Any) -> str:
+    """A layout_map key's name: a buffer's, or its data variable's."""
+    return str(getattr(key, "name", None) or getattr(key, "name_hint", key))
 
 
 def _halvable_loop(node: Any) -> bool:
@@ -308,9 +317,12 @@ def without(mod: Any, chosen: Iterable[Site]) -> Any:
         if site.kind == "value":
             values.setdefault(nodes[site.number], set()).add(site.label.split(" ", 1)[1])
     buffers: dict[Any, set[str]] = {}  # per block or loop, the names to drop from it (buffers or annotation keys)
+    layouts: dict[Any, set[str]] = {}  # per block, the layout_map entries to drop
     for site in chosen:
         if site.kind in ("buffer", "annotation"):
             buffers.setdefault(nodes[site.number], set()).add(site.label.split(" ", 1)[1])
+        elif site.kind == "layout":
+            layouts.setdefault(nodes[site.number], set()).add(site.label.split(" ", 1)[1])
 
     def preorder(node: Any) -> Any:
         picks = values.get(node)
@@ -342,7 +354,10 @@ def without(mod: Any, chosen: Iterable[Site]) -> Any:
 
     out = mod
     for gv, func in _functions(mod):
-        body = _drop_names(func.body, buffers) if buffers else tir.stmt_functor.ir_transform(func.body, preorder, None)
+        if layouts:
+            body = _drop_layouts(func.body, layouts)
+        else:
+            body = _drop_names(func.body, buffers) if buffers else tir.stmt_functor.ir_transform(func.body, preorder, None)
         body = tir.stmt_functor.ir_transform(body, None, postorder, [_SEQ_KEY])
         out = tvm.IRModule({g: (func.with_body(body) if g.same_as(gv) else f) for g, f in out.functions.items()}, attrs=out.attrs)
     return out
@@ -367,6 +382,22 @@ def _drop_names(body: Any, names_of: dict[Any, set[str]]) -> Any:
             left = {key: layout for key, layout in layouts.items() if getattr(key, "data", key) not in dropped}
             annotations = {k: v for k, v in annotations.items() if k != "layout_map"} | ({"layout_map": tvm.runtime.convert(left)} if left else {})
         return node.__class__(node.iter_vars, node.reads, node.writes, node.name_hint, inner, node.init, kept, node.match_buffers, annotations)
+
+    return tir.stmt_functor.ir_transform(body, preorder, None)
+
+
+def _drop_layouts(body: Any, names_of: dict[Any, set[str]]) -> Any:
+    """The body with the named entries taken out of the given blocks' layout_map (none left: the
+    annotation goes)."""
+
+    def preorder(node: Any) -> Any:
+        names = names_of.get(node)
+        if names is None:
+            return None
+        inner = tir.stmt_functor.ir_transform(node.body, preorder, None)
+        left = {key: layout for key, layout in node.annotations["layout_map"].items() if _key_name(key) not in names}
+        annotations = {k: v for k, v in node.annotations.items() if k != "layout_map"} | ({"layout_map": tvm.runtime.convert(left)} if left else {})
+        return node.__class__(node.iter_vars, node.reads, node.writes, node.name_hint, inner, node.init, node.alloc_buffers, node.match_buffers, annotations)
 
     return tir.stmt_functor.ir_transform(body, preorder, None)
 

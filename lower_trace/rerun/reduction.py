@@ -34,7 +34,7 @@ from lower_trace.rerun.repro import ERROR, INPUT, SCRIPT
 from lower_trace.rerun.warm_children import WarmChildren, quiet_environment
 
 # Coarse to fine: what takes away most first; what only makes numbers smaller last.
-KINDS = ("function", "statement", "loop", "branch", "attribute", "buffer", "parameter", "annotation", "value", "extent", "shape")
+KINDS = ("function", "statement", "loop", "branch", "attribute", "buffer", "parameter", "annotation", "layout", "value", "extent", "shape")
 REDUCED = "reduced.py"
 _EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit|Interrupt))(?:: ?(.*))?$")
 
@@ -213,7 +213,7 @@ def ddmin(items: Sequence[Any], interesting: Callable[[list[Any]], bool], jobs: 
 
 def reduce(
     repro_folder: str, out_folder: str, timeout: float = 120.0, jobs: int = 0, matches: str | None = None, test: str | None = None,
-    say: Callable[[str], None] = lambda line: None,
+    say: Callable[[str], None] = lambda line: None, warn: Callable[[str], None] = lambda line: None,
 ) -> Reduction:  # fmt: skip
     """Reduce the reproducer in repro_folder into out_folder (created); Ctrl-C keeps the best so far."""
     started = time.perf_counter()
@@ -235,13 +235,20 @@ def reduce(
             raise KeyboardInterrupt
         if not ok:
             raise NotInteresting(_why_not(tester, matches, test))
+        failed_kinds: set[str] = set()
         changed = True
         while changed:
             changed = False
             for kind in KINDS:
                 if tester.stop.is_set():
                     raise KeyboardInterrupt
-                smaller = _one_kind(mod, kind, tester, jobs, say)
+                try:
+                    smaller = _one_kind(mod, kind, tester, jobs, say)
+                except Exception as exc:  # a fault of the reducer's own: that kind is skipped, the rest goes on
+                    if kind not in failed_kinds:
+                        failed_kinds.add(kind)
+                        warn(f"the {kind} round failed ({type(exc).__name__}: {exc}); going on without it (please report this)")
+                    continue
                 if smaller is not None:
                     mod, best_text, changed = smaller, reduce_ir.save(smaller), True
                     best_failure = tester.run(best_text)[1] or best_failure
