@@ -377,11 +377,9 @@ def _drop_names(body: Any, names_of: dict[Any, set[str]]) -> Any:
             return tir.For(node.loop_var, node.min, node.extent, node.kind, inner, node.thread_binding, annotations)
         kept = [b for b in node.alloc_buffers if b.name not in names]
         dropped = {b.data for b in node.alloc_buffers if b.name in names}
-        layouts = annotations.get("layout_map")
-        if dropped and layouts is not None:  # a dropped buffer's layout goes with it
-            left = {key: layout for key, layout in layouts.items() if getattr(key, "data", key) not in dropped}
-            annotations = {k: v for k, v in annotations.items() if k != "layout_map"} | ({"layout_map": tvm.runtime.convert(left)} if left else {})
-        return node.__class__(node.iter_vars, node.reads, node.writes, node.name_hint, inner, node.init, kept, node.match_buffers, annotations)
+        if dropped:  # a dropped buffer's layout goes with it
+            annotations = _with_layouts(annotations, lambda key: getattr(key, "data", key) not in dropped)
+        return _block_with(node, body=inner, alloc_buffers=kept, annotations=annotations)
 
     return tir.stmt_functor.ir_transform(body, preorder, None)
 
@@ -395,11 +393,25 @@ def _drop_layouts(body: Any, names_of: dict[Any, set[str]]) -> Any:
         if names is None:
             return None
         inner = tir.stmt_functor.ir_transform(node.body, preorder, None)
-        left = {key: layout for key, layout in node.annotations["layout_map"].items() if _key_name(key) not in names}
-        annotations = {k: v for k, v in node.annotations.items() if k != "layout_map"} | ({"layout_map": tvm.runtime.convert(left)} if left else {})
-        return node.__class__(node.iter_vars, node.reads, node.writes, node.name_hint, inner, node.init, node.alloc_buffers, node.match_buffers, annotations)
+        annotations = _with_layouts(dict(node.annotations.items()), lambda key: _key_name(key) not in names)
+        return _block_with(node, body=inner, annotations=annotations)
 
     return tir.stmt_functor.ir_transform(body, preorder, None)
+
+
+def _with_layouts(annotations: dict[str, Any], keep: Any) -> dict[str, Any]:
+    """The annotations with only the layout_map entries whose key keep() accepts (none: no layout_map)."""
+    layouts = annotations.get("layout_map")
+    if layouts is None:
+        return annotations
+    left = {key: layout for key, layout in layouts.items() if keep(key)}
+    return {k: v for k, v in annotations.items() if k != "layout_map"} | ({"layout_map": tvm.runtime.convert(left)} if left else {})
+
+
+def _block_with(node: Any, **changes: Any) -> Any:
+    """A copy of a block with the given fields changed (TVM's blocks have no copy-with)."""
+    fields = ("iter_vars", "reads", "writes", "name_hint", "body", "init", "alloc_buffers", "match_buffers", "annotations")
+    return node.__class__(*(changes[f] if f in changes else getattr(node, f) for f in fields))
 
 
 def _smaller_value(value: Any, picks: set[str]) -> Any:
@@ -446,8 +458,7 @@ def _without_regions(body: Any, data: set[Any] | None) -> Any:
         if not isinstance(node, _BLOCK):
             return None
         regions = [[r for r in group if data is not None and r.buffer.data not in data] for group in (node.reads, node.writes)]
-        allocs, matched = node.alloc_buffers, node.match_buffers
-        return node.__class__(node.iter_vars, regions[0], regions[1], node.name_hint, node.body, node.init, allocs, matched, node.annotations)
+        return _block_with(node, reads=regions[0], writes=regions[1])
 
     return tir.stmt_functor.ir_transform(body, None, postorder)
 
@@ -486,7 +497,7 @@ def _with_smaller_shapes(func: Any, names: set[str], ones: set[str]) -> Any:
             regions = [[tir.BufferRegion(new(r.buffer), r.region) for r in regions] for regions in (node.reads, node.writes)]
             matched = [tir.MatchBufferRegion(m.buffer, tir.BufferRegion(new(m.source.buffer), m.source.region)) for m in node.match_buffers]
             allocs = [new(b) for b in node.alloc_buffers]
-            return node.__class__(node.iter_vars, regions[0], regions[1], node.name_hint, node.body, node.init, allocs, matched, node.annotations)
+            return _block_with(node, reads=regions[0], writes=regions[1], alloc_buffers=allocs, match_buffers=matched)
         return None
 
     body = tir.stmt_functor.ir_transform(func.body, None, postorder)

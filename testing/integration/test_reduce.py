@@ -107,12 +107,9 @@ def test_the_reduced_module_fails_the_same_way_without_the_padding_and_is_1_mini
 def test_a_hanging_candidate_is_killed_and_the_reduction_goes_on(failing, tmp_path):
     """--test: candidates that lost the fragment hang; each is killed at --timeout, and the
     reduction ends where the interesting ones lead."""
-    script = tmp_path / "interesting.sh"
-    script.write_text('#!/bin/sh\ngrep -q \'"frag"\' "$1/input.json" && exit 0\nsleep 600\n')
-    script.chmod(0o755)
-    kernel = failing.kernel("padded_transposed_fragment")
+    script = _shell_script(tmp_path / "interesting.sh", 'grep -q \'"frag"\' "$1/input.json" && exit 0\nsleep 600')
     out = tmp_path / "reduced"
-    command = [lower_trace_cli(), "reduce", failing.path, "-k", kernel.kernel_id, "-o", str(out), "--test", str(script), "--timeout", "3"]
+    command = [*_reduce_fragment(failing, out), "--test", str(script), "--timeout", "3"]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
     timed_out = int(re.search(r"\((\d+) timed out\)", proc.stdout).group(1))
@@ -122,9 +119,7 @@ def test_a_hanging_candidate_is_killed_and_the_reduction_goes_on(failing, tmp_pa
 
 
 def test_nothing_to_reduce_is_one_line(failing, tmp_path):
-    kernel = failing.kernel("padded_transposed_fragment")
-    out = tmp_path / "reduced"
-    command = [lower_trace_cli(), "reduce", failing.path, "-k", kernel.kernel_id, "-o", str(out), "--matches", "no such message"]
+    command = [*_reduce_fragment(failing, tmp_path / "reduced"), "--matches", "no such message"]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "nothing to reduce" in proc.stderr
 
@@ -132,12 +127,10 @@ def test_nothing_to_reduce_is_one_line(failing, tmp_path):
 def test_ctrl_c_keeps_the_smallest_module_so_far(failing, tmp_path):
     """Ctrl-C (SIGINT to the process group, as a terminal sends it) while a slow --test runs: the
     reduction stops at once and writes the smallest interesting input it had tried."""
-    script = tmp_path / "slow.sh"
-    script.write_text('#!/bin/sh\nsleep 1\ngrep -q \'"frag"\' "$1/input.json"\n')
-    script.chmod(0o755)
+    script = _shell_script(tmp_path / "slow.sh", 'sleep 1\ngrep -q \'"frag"\' "$1/input.json"')
     kernel = failing.kernel("padded_transposed_fragment")
     out = tmp_path / "reduced"
-    command = [lower_trace_cli(), "reduce", failing.path, "-k", kernel.kernel_id, "-o", str(out), "--test", str(script), "-j", "2"]
+    command = [*_reduce_fragment(failing, out), "--test", str(script), "-j", "2"]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     time.sleep(8)
     assert proc.poll() is None, "it ended before Ctrl-C"
@@ -158,3 +151,16 @@ def test_ctrl_c_keeps_the_smallest_module_so_far(failing, tmp_path):
 def _original_input(trace, kernel):
     failed = next(p for p in kernel.passes if p.error is not None)
     return trace.ir_json(failed.input)
+
+
+def _shell_script(path, body):
+    """An executable /bin/sh script (a --test: it gets a candidate's folder as $1)."""
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+def _reduce_fragment(trace, out):
+    """lower-trace reduce of the padded transposed-fragment failure into out."""
+    kernel = trace.kernel("padded_transposed_fragment")
+    return [lower_trace_cli(), "reduce", trace.path, "-k", kernel.kernel_id, "-o", str(out)]
