@@ -2,36 +2,40 @@
 kernel's input), or from the text one pass made it from (``carried``). analysis/origins.py
 applies them along a kernel's history.
 
-A line's origin is, in this order:
+Facts first, guesses last. A line's origin is, in this order:
 
 1. its own span, when the compiler kept one on the statement it prints and the span names a
-   file of the user's (TileLang's frontend puts one on every statement it builds);
-2. else what it replaced or descends from along the kernel's history (blame's chain of changes):
-   the same line before the pass (the diff keeps it), the same statement moved or re-indented (its
-   text, indentation aside, was removed elsewhere by the same change), or the removed line of its
-   diff hunk it shares most names with (``T.copy(A ...)`` became ``T.tma_load(... A ...)``);
-3. for a statement TileLang's own code built (its span names the library), the user's line
-   that called it: the line between the statements beside it that have spans of their own
-   (``T.reduce_max`` between a ``T.copy`` and a ``T.Parallel``); a loop a pass made around one
-   statement's lowering (a TMA copy's boxes), that statement's; a buffer's allocation, the user's
-   ``T.alloc_`` line; a statement TileLang spans to a ``with T.ws`` line, the body line it is like;
-4. else the statement it is nested in (a line of TileLang's own macro expansion inside the
-   ``_gemm_ssr`` block the ``T.gemm`` line became), else the first line its hunk replaced.
+   file of the user's (TileLang's frontend puts one on every statement it builds) -- ``span``;
+2. the line the pass left as it was (the diff keeps it): that line's origin;
+3. the statement it was before the pass, by what the IR says: the same operation on the same
+   buffers (``T.initialize_wgmma_descriptor(desc_a, K_tile)`` rewritten, renamed or moved is
+   still the descriptor of K_tile; of several alike, the one with the same arguments, else the
+   k-th for the k-th) -- ``operands``;
+4. for a statement TileLang's own code built (its span names the library), the user's statement
+   it expands: the block TileLang made of the user's statement it sits in (the ``_gemm_ssr``
+   block of a ``T.gemm``), else the user's line between the spanned statements beside it
+   (``T.reduce_max`` between a ``T.copy`` and a ``T.Parallel``) -- ``call``;
+5. a loop or branch a pass made around one statement's lowering (a TMA copy's boxes): that
+   statement's -- ``body``; a buffer's allocation: the user's ``T.alloc_`` line -- ``allocation``;
+6. a statement of the pass's hunk that uses buffers one removed statement used, and no other
+   (``delta_local[0:2] = delta[...]`` split off ``ds[i] = p[i] * (dp[i] - delta[...])``) --
+   ``operands``;
+7. only then guesses, marked ``guess``: the removed line it is most like, the statement it sits in
+   (for a loop of the user's: the body line it computes, not the loop's), the hunk's first line.
 
 A span that names TileLang's or TVM's own Python (a macro generator, a template) is kept as the
-line's *library* location, second; the line's origin is still the user's line found by 2 to 4,
-i.e. the call site (3 and 4).
+line's *library* location, second; the line's origin is still the user's line (the call site).
+An origin found from a guess stays a guess through every later pass.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lower_trace.analysis.text_diff import myers, split_lines
+from lower_trace.analysis.text_diff import split_lines
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
 _COMMON = frozenset({"T", "in", "for", "if", "else", "with", "as", "and", "or", "not", "0", "1", "2"})
@@ -42,7 +46,7 @@ _RENAMED = (0.8, 0.0)  # a library line at least this like a removed one is that
 _ALLOCATED = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)(?:: T\.handle\([^)]*\))? = T\.(?:sblock_alloc_buffer|alloc_buffer|decl_buffer|handle_add_byte_offset)\(")
 _HEADER = re.compile(r"\s*(?:for|while|if|with) .*:\s*$")  # an IR line with a body
 _SOURCE_HEADER = re.compile(r"\s*(?:for|while|if|elif|else|with)\b")
-_SOURCE_WITH = re.compile(r"\s*with\b")
+_SOURCE_BLOCK = re.compile(r"\s*(?:with|for)\b")  # a user's line with a body
 _RENAMED_COPY = re.compile(r"_\d+$")
 _INSIDE = 0.5  # the share of a with-block's body line's names a statement spanned to the with keeps, to be that line
 
@@ -51,8 +55,9 @@ _INSIDE = 0.5  # the share of a with-block's body line's names a statement spann
 class Origin:
     file: str
     line: int
-    how: str  # "span": its own span; "call": the user's line that called TileLang's code that built it;
-    # "inherited": what it replaced or sits in; "error": a failure's own location
+    how: str  # how it is known (FACTS, or GUESS): "span": its own span; "operands": the statement it was,
+    # by operation and buffers; "call": the user's statement TileLang's code expanded; "body": the statement a
+    # loop was built around; "allocation": the user's T.alloc_ line; "error": a failure's own location
     library: tuple[str, int] | None = None  # where in TileLang's / TVM's own code, when a span named it
     columns: tuple[int, int] | None = None  # 1-based column range on that line, when the span has one
 
@@ -60,8 +65,19 @@ class Origin:
     def where(self) -> str:
         return f"{self.file}:{self.line}"
 
+    @property
+    def certain(self) -> bool:
+        """Known from what the IR says, not inferred from where a line sits in a diff."""
+        return self.how != GUESS
+
+    def known_as(self, how: str, library: tuple[str, int] | None = None) -> Origin:
+        """The same place found another way (a guess stays a guess)."""
+        return Origin(self.file, self.line, GUESS if self.how == GUESS else how, library, self.columns)
+
 
 Origins = list[Origin | None]
+GUESS = "guess"
+FACTS = ("span", "operands", "call", "body", "allocation", "error")
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -74,7 +90,7 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
-def _own(spans: dict[int, tuple[str, int, bool, tuple[int, int] | None]], i: int) -> tuple[Origin | None, tuple[str, int] | None]:
+def _own(spans: Spans, i: int) -> tuple[Origin | None, tuple[str, int] | None]:
     span = spans.get(i)
     if span is None:
         return None, None
@@ -102,13 +118,14 @@ def _enclosing(lines: list[str], origins: Origins, i: int, depths: list[int] | N
 
 
 SourceOf = Callable[[str], "list[str] | None"]  # a user's file's lines as traced (None: not stored)
+Spans = dict[int, tuple[str, int, bool, tuple[int, int] | None]]  # a text's stored spans by 0-based line (origins.parse_spans)
 
 
 def _no_source(_file: str) -> list[str] | None:
     return None
 
 
-def standalone(text: str, spans: dict[int, tuple[str, int, bool, tuple[int, int] | None]], source_of: SourceOf = _no_source) -> Origins:
+def standalone(text: str, spans: Spans, source_of: SourceOf = _no_source) -> Origins:
     """A text's origins from its own spans alone (the kernel's input; a text outside the history)."""
     lines = split_lines(text)
     origins: Origins = [None] * len(lines)
@@ -126,7 +143,8 @@ def standalone(text: str, spans: dict[int, tuple[str, int, bool, tuple[int, int]
         if origins[i] is None and (i in libraries or lines[i].strip()):
             found = _enclosing(lines, origins, i, depths)
             if found is not None:
-                origins[i] = _allocation(lines[i], found, source_of) or Origin(found.file, found.line, "inherited", libraries.get(i))
+                how = "call" if i in libraries and found.certain else GUESS  # TileLang's code in the user's statement
+                origins[i] = _allocation(lines[i], found, source_of) or Origin(found.file, found.line, how, libraries.get(i))
     return origins
 
 
@@ -144,7 +162,7 @@ def _allocation(line: str, near: Origin, source_of: SourceOf) -> Origin | None:
         wanted = re.compile(rf"\s*{re.escape(candidate)}\s*=\s*T\.alloc_")
         found = [number for number in range(1, len(source) + 1) if wanted.match(source[number - 1])]
         if found:  # two kernels in one file may name their buffers alike: the one nearest
-            return Origin(near.file, min(found, key=lambda number: (abs(number - near.line), number > near.line)), "inherited")
+            return Origin(near.file, min(found, key=lambda number: (abs(number - near.line), number > near.line)), "allocation")
     return None
 
 
@@ -197,118 +215,10 @@ def _call_site(lines: list[str], origins: Origins, i: int, library: tuple[str, i
     return None
 
 
-def carried(
-    before: str, before_origins: Origins, after: str, spans: dict[int, tuple[str, int, bool, tuple[int, int] | None]],
-    source_of: SourceOf = _no_source,
-) -> Origins:  # fmt: skip
-    """The origins of `after`, made by one pass from `before` (see the module docstring)."""
-    old, new = split_lines(before), split_lines(after)
-    origins: Origins = [None] * len(new)
-    libraries: dict[int, tuple[str, int]] = {}
-    matched: dict[int, int] = {}
-    pairs = myers(old, new)
-    for i, j in pairs:
-        matched[j] = i
-    vague: dict[int, Origin] = {}  # own spans that name a `with` block, not the statement: the last resort
-    for j in range(len(new)):
-        own, library = _own(spans, j)
-        if own is not None and _names_a_with(own, new[j], source_of):
-            vague[j], own = own, None
-        if library is not None:
-            libraries[j] = library
-        if own is not None:
-            origins[j] = own
-        elif j in matched:
-            kept = before_origins[matched[j]] if matched[j] < len(before_origins) else None
-            origins[j] = kept if kept is None or library is None else Origin(kept.file, kept.line, kept.how, library, kept.columns)
-    # The hunks: runs of new lines between kept ones, each with the old lines it replaced.
-    kept_old = {i for i, _ in pairs}
-    removed_by_text: dict[str, list[int]] = {}
-    for i, line in enumerate(old):
-        if i not in kept_old and i < len(before_origins) and before_origins[i] is not None:
-            removed_by_text.setdefault(line.strip(), []).append(i)
-            head = _loop_head(line)
-            if head:
-                removed_by_text.setdefault(head, []).append(i)
-    taken: dict[str, int] = {}  # of the removed lines of one text, how many a new line took already
-    anchors = [(-1, -1), *pairs, (len(old), len(new))]
-    depths: list[int] = []  # worked out at the first line that needs its statement
-
-    def enclosing(j: int) -> Origin | None:
-        if not depths:
-            depths.extend(_depths(new))
-        return _enclosing(new, origins, j, depths)
-
-    # A pass that moves a statement far (warp specialisation puts the producer's copies in a branch
-    # of their own) leaves it in another hunk than its old place: any removed line, more alike.
-    everywhere = [(i, _tokens(old[i])) for i in range(min(len(old), len(before_origins))) if i not in kept_old and before_origins[i] is not None]
-    for (i0, j0), (i1, j1) in itertools.pairwise(anchors):
-        if j1 - j0 <= 1:
-            continue
-        removed = [i for i in range(i0 + 1, i1) if i < len(before_origins) and before_origins[i] is not None]
-        removed_tokens = [(i, _tokens(old[i])) for i in removed]
-        for j in range(j0 + 1, j1):
-            if origins[j] is not None:  # its own span; it still is the next copy of its text
-                if new[j].strip() in removed_by_text:
-                    taken[new[j].strip()] = taken.get(new[j].strip(), 0) + 1
-                continue
-            # The removed line it is most like: in its hunk, or anywhere when one there is more alike overall.
-            # (TileLang's own loops are new: `for i in T.unroll(1)` of a gemm's expansion is not the user's `for i`.)
-            near = i0 + (j - j0)  # where in the old text this line would be, had nothing moved
-            found, score = _descends(
-                new[j], removed_by_text, removed_tokens, before_origins, _SIMILAR, near, loop_heads=j not in libraries, taken=taken, old_lines=old
-            )
-            if score[1] < 1.0:  # not the same line (or names) again: a removed line elsewhere may be more alike
-                far, far_score = _descends(new[j], {}, everywhere, before_origins, _FAR, near, overall_first=True)
-                if far is not None and far_score[1] > score[1]:
-                    found, score = far, far_score
-            if j in libraries and score < _RENAMED:
-                # TileLang's own code, not a line it had before renamed: called among the user's
-                # statements, or expanding the user's statement it sits in.
-                call = _call_site(new, origins, j, libraries[j], source_of)
-                if call is not None:
-                    origins[j] = call
-                    continue
-                inside = enclosing(j)
-                if inside is not None:
-                    origins[j] = Origin(inside.file, inside.line, "inherited", libraries[j])
-                    continue
-            if found is not None:
-                allocated = _allocation(new[j], found, source_of)
-                origins[j] = allocated or Origin(found.file, found.line, "inherited", libraries.get(j), found.columns)
-    # A loop, branch or block the pass made around one statement's lowering (the boxes of a TMA
-    # copy) comes from that statement: every line of its body does. So does a new loop whose own
-    # span names a line of the user's that is no loop (TileLang gives it another statement's span).
-    if not depths:
-        depths.extend(_depths(new))
-    for j in range(len(new)):
-        if not new[j].endswith(":") or not _HEADER.match(new[j]):  # endswith first: this runs on every line
-            continue
-        own = origins[j]
-        wrong_span = own is not None and own.how == "span" and _not_a_header(own, source_of)
-        if not wrong_span and (j in matched or own is not None):
-            continue
-        body = _body_origin(origins, j, depths)
-        if body is not None:
-            origins[j] = Origin(body.file, body.line, "inherited", libraries.get(j))
-    for j, own in vague.items():
-        if origins[j] is None:  # nothing before it: the body line it is like (the lowered text has drifted from the user's)
-            origins[j] = _inside_with(own, new[j], source_of)
-    # What is left sits in a statement, or replaced the hunk's first line.
-    for (i0, j0), (i1, j1) in itertools.pairwise(anchors):
-        first = next((before_origins[i] for i in range(i0 + 1, i1) if i < len(before_origins) and before_origins[i] is not None), None)
-        for j in range(j0 + 1, j1):
-            if origins[j] is None and (new[j].strip() or j in libraries):
-                found = enclosing(j) or first
-                if found is not None:
-                    origins[j] = _allocation(new[j], found, source_of) or Origin(found.file, found.line, "inherited", libraries.get(j))
-    return origins
-
-
 def _inside_with(origin: Origin | None, line: str, source_of: SourceOf) -> Origin | None:
     """TileLang's frontend gives every statement inside a ``with T.ws(...)`` block the ``with``
-    line's span: a statement (no ``with`` itself) spanned so is the line of the block's body it
-    is most like, when one keeps most of its names."""
+    line's span (and a pass some statements in a loop the loop's): a statement (no block itself)
+    spanned so is the line of the block's body it is most like, when one keeps most of its names."""
     if origin is None or not _names_a_with(origin, line, source_of):
         return origin
     source = source_of(origin.file) or []
@@ -324,20 +234,24 @@ def _inside_with(origin: Origin | None, line: str, source_of: SourceOf) -> Origi
         theirs = _tokens(text)
         share = len(mine & theirs) / len(theirs) if theirs else 0.0
         if share >= _INSIDE and share > score:
-            best, score = Origin(origin.file, number, "span", columns=None), share
+            best, score = Origin(origin.file, number, GUESS, columns=None), share
     return best
 
 
 def _names_a_with(origin: Origin, line: str, source_of: SourceOf) -> bool:
-    """A statement's own span names a ``with`` line of the user's (and the statement is no ``with``)."""
-    if origin.how != "span" or line.lstrip().startswith("with "):
+    """A statement's own span names a ``with`` or ``for`` line of the user's, and the statement is
+    no block or loop itself: TileLang spans the statements of a ``T.ws`` block to its ``with``, and
+    some a pass builds inside a ``T.Parallel`` loop to the loop. A statement in a loop's body comes
+    from the body line it computes, never the loop's line."""
+    if origin.how != "span" or _HEADER.match(line):
         return False
     source = source_of(origin.file)
-    return bool(source) and 0 < origin.line <= len(source) and bool(_SOURCE_WITH.match(source[origin.line - 1]))
+    return bool(source) and 0 < origin.line <= len(source) and bool(_SOURCE_BLOCK.match(source[origin.line - 1]))
 
 
-def _body_origin(origins: Origins, j: int, depths: list[int]) -> Origin | None:
-    """The one origin of every line nested in line j (None: none, or more than one)."""
+def _body_origin(origins: Origins, j: int, depths: list[int], certain: bool = False) -> Origin | None:
+    """The one origin of every line nested in line j (None: none, or more than one; with
+    `certain`, also when one of them is a guess)."""
     found: Origin | None = None
     for k in range(j + 1, len(depths)):
         if depths[k] < 0:
@@ -345,7 +259,7 @@ def _body_origin(origins: Origins, j: int, depths: list[int]) -> Origin | None:
         if depths[k] <= depths[j]:
             break
         origin = origins[k]
-        if origin is None or (found is not None and (origin.file, origin.line) != (found.file, found.line)):
+        if origin is None or (found is not None and (origin.file, origin.line) != (found.file, found.line)) or (certain and not origin.certain):
             return None
         found = found or origin
     return found

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lower_trace.analysis.blame import Change, history
-from lower_trace.analysis.origin_rules import Origin, Origins, carried, standalone
+from lower_trace.analysis.origin_carry import carried
+from lower_trace.analysis.origin_rules import Origin, Origins, standalone
 from lower_trace.analysis.text_diff import myers, split_lines
 from lower_trace.model import CodegenRecord, KernelTrace, PassRecord, Trace, source_key
 

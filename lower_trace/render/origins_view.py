@@ -15,7 +15,7 @@ def origin_text(origin: Origin | None, width: int = 0) -> str:
     """``kernels.py:29`` (``kernels.py:31 (via gemm_macro.py:839)`` for TileLang's own code), padded."""
     if origin is None:
         return "".ljust(width)
-    text = f"{os.path.basename(origin.file)}:{origin.line}"
+    text = f"{os.path.basename(origin.file)}:{origin.line}" + ("" if origin.certain else "?")  # ?: inferred, not read off the IR
     if origin.library is not None:
         text += f" (via {os.path.basename(origin.library[0])}:{origin.library[1]})"
     return text.ljust(width)
@@ -24,7 +24,7 @@ def origin_text(origin: Origin | None, width: int = 0) -> str:
 def origin_json(origin: Origin | None) -> dict[str, Any] | None:
     if origin is None:
         return None
-    out: dict[str, Any] = {"file": origin.file, "line": origin.line, "how": origin.how}
+    out: dict[str, Any] = {"file": origin.file, "line": origin.line, "how": origin.how, "certain": origin.certain}
     if origin.columns is not None:
         out["columns"] = list(origin.columns)
     if origin.library is not None:

@@ -1,0 +1,298 @@
+"""``carried``: the origins of the text one pass made, from the text it was given and that text's
+origins -- the rules of analysis/origin_rules.py's docstring, one named phase each, facts first.
+
+A phase only fills lines no earlier phase filled, so a guess never overrides a fact.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from lower_trace.analysis.origin_rules import (
+    _FAR,
+    _HEADER,
+    _SIMILAR,
+    GUESS,
+    Origin,
+    Origins,
+    SourceOf,
+    Spans,
+    _allocation,
+    _body_origin,
+    _call_site,
+    _depths,
+    _descends,
+    _enclosing,
+    _inside_with,
+    _loop_head,
+    _names_a_with,
+    _no_source,
+    _not_a_header,
+    _own,
+    _tokens,
+)
+from lower_trace.analysis.statements import likeness, statement
+from lower_trace.analysis.text_diff import myers, split_lines
+
+
+def carried(before: str, before_origins: Origins, after: str, spans: Spans, source_of: SourceOf = _no_source) -> Origins:
+    """The origins of `after`, made by one pass from `before` (see origin_rules' docstring)."""
+    change = _Change(before, before_origins, after, spans, source_of)
+    change.own_spans_and_kept_lines()
+    change.same_statements()
+    change.library_statements()
+    change.built_around()
+    change.shared_buffers()
+    change.inserted_between()
+    change.like_removed_lines()
+    change.spans_naming_a_with()
+    change.enclosing_or_first()
+    return change.origins
+
+
+class _Change:
+    """One pass's change of a text: the old and new lines, the diff's pairs and hunks, the origins so far."""
+
+    def __init__(self, before: str, before_origins: Origins, after: str, spans: Spans, source_of: SourceOf) -> None:
+        self.old, self.new = split_lines(before), split_lines(after)
+        self.before = list(before_origins[: len(self.old)]) + [None] * max(0, len(self.old) - len(before_origins))
+        self.spans, self.source_of = spans, source_of
+        self.origins: Origins = [None] * len(self.new)
+        self.libraries: dict[int, tuple[str, int]] = {}
+        self.vague: dict[int, Origin] = {}  # own spans that name a `with` block, not the statement: the last resort
+        self.pairs = myers(self.old, self.new)
+        self.matched = {j: i for i, j in self.pairs}
+        kept_old = {i for i, _ in self.pairs}
+        self.removed = [i for i in range(len(self.old)) if i not in kept_old and self.before[i] is not None]
+        # The hunks: runs of new lines between kept ones, each with the old lines it replaced.
+        self.hunks = [(i0, j0, i1, j1) for (i0, j0), (i1, j1) in itertools.pairwise([(-1, -1), *self.pairs, (len(self.old), len(self.new))]) if j1 - j0 > 1]
+        self._depths: list[int] = []
+
+    @property
+    def depths(self) -> list[int]:
+        if not self._depths:
+            self._depths.extend(_depths(self.new))
+        return self._depths
+
+    def _open(self):
+        """(hunk, j) of every new line no phase has given an origin yet."""
+        for hunk in self.hunks:
+            for j in range(hunk[1] + 1, hunk[3]):
+                if self.origins[j] is None:
+                    yield hunk, j
+
+    # --- facts ---------------------------------------------------------------------------------
+
+    def own_spans_and_kept_lines(self) -> None:
+        for j, line in enumerate(self.new):
+            own, library = _own(self.spans, j)
+            if own is not None and _names_a_with(own, line, self.source_of):
+                self.vague[j], own = own, None
+            if library is not None:
+                self.libraries[j] = library
+            if own is not None:
+                self.origins[j] = own
+            elif j in self.matched:
+                kept = self.before[self.matched[j]]
+                self.origins[j] = kept if kept is None or library is None else Origin(kept.file, kept.line, kept.how, library, kept.columns)
+
+    def same_statements(self) -> None:
+        """A statement the pass rewrote, renamed or moved: the removed statement with the same
+        operation on the same buffers (a header: the same text). Of several, the most alike in
+        every name and number; of equally alike, the k-th removed for the k-th new."""
+        groups: dict[object, list[int]] = {}
+        for i in self.removed:
+            groups.setdefault(self._key(self.old[i]), []).append(i)
+        wanted: dict[object, list[int]] = {}
+        for _, j in self._open():
+            key = self._key(self.new[j])
+            if key is not None and key in groups:
+                wanted.setdefault(key, []).append(j)
+        for key, news in wanted.items():
+            olds = groups[key]
+            if isinstance(key, tuple) and key[0] == "header" and len(olds) != len(news):
+                continue  # `for i in range(4):` of TMA copies' boxes: alike, no buffer tells them apart, and the order fails
+            for rank, j in enumerate(news):
+                target = rank * len(olds) // len(news)  # the k-th for the k-th; spread evenly when a pass made more or fewer
+                best = olds[max(range(len(olds)), key=lambda k: (likeness(self.new[j], self.old[olds[k]]), -abs(k - target)))]
+                ancestor = self.before[best]
+                assert ancestor is not None
+                if self.old[best].strip() == self.new[j].strip():
+                    self.origins[j] = ancestor if j not in self.libraries else Origin(ancestor.file, ancestor.line, ancestor.how, self.libraries[j], ancestor.columns)
+                else:
+                    self.origins[j] = ancestor.known_as("operands", self.libraries.get(j) or ancestor.library)
+
+    @staticmethod
+    def _key(line: str) -> object:
+        facts = statement(line)
+        if facts.op:
+            return facts.key if facts.buffers or facts.op not in ("store",) else None
+        return ("header", line.strip()) if _HEADER.match(line) else None
+
+    def library_statements(self) -> None:
+        """TileLang's own code: the user's statement whose block it sits in, else the user's line
+        between its spanned neighbours. A statement with no span directly in a block this pass made
+        of a user's statement (a ``_gemm_ssr`` block's descriptors) is that statement's too."""
+        for _, j in list(self._open()):
+            library = self.libraries.get(j)
+            if library is None:
+                block = self._new_block(j)
+                if block is not None and not _HEADER.match(self.new[j]):
+                    self.origins[j] = block.known_as("call")
+                continue
+            inside = _enclosing(self.new, self.origins, j, self.depths)
+            if inside is not None and inside.certain and not _HEADER.match(self.new[j]) and self._in_expansion(j):
+                self.origins[j] = inside.known_as("call", library)
+                continue
+            call = _call_site(self.new, self.origins, j, library, self.source_of)
+            if call is not None:
+                self.origins[j] = call
+            elif inside is not None:
+                self.origins[j] = inside.known_as("call", library)
+
+    def _new_block(self, j: int) -> Origin | None:
+        """The certain origin of the ``with T.sblock(...)`` line j sits directly in, when this pass made that block."""
+        depth = self.depths[j]
+        for k in range(j - 1, -1, -1):
+            if 0 <= self.depths[k] < depth:
+                found = self.origins[k]
+                made_here = k not in self.matched
+                is_block = self.new[k].lstrip().startswith("with T.sblock(")
+                if not (made_here and is_block and found is not None and found.certain):
+                    return None
+                return None if self._names_a_loop(found) else found  # a block in a loop's body: the body line, later
+        return None
+
+    def _names_a_loop(self, origin: Origin) -> bool:
+        source = self.source_of(origin.file)
+        return bool(source) and 0 < origin.line <= len(source) and source[origin.line - 1].lstrip().startswith("for ")
+        return None
+
+    def _in_expansion(self, j: int) -> bool:
+        """Line j sits in a block TileLang made of one statement (``with T.sblock("_gemm_ssr")``, a
+        loop its macro made), not directly in a loop of the user's."""
+        depth = self.depths[j]
+        for k in range(j - 1, -1, -1):
+            if 0 <= self.depths[k] < depth:
+                text = self.new[k].lstrip()
+                return text.startswith("with T.sblock(") or k in self.libraries
+        return False
+
+    def built_around(self) -> None:
+        """A loop, branch or block the pass made around one statement's lowering (the boxes of a
+        TMA copy) comes from that statement: every line of its body does. So does a new loop whose
+        own span names a line of the user's that is no loop (TileLang gives it another's span)."""
+        for j, line in enumerate(self.new):
+            if not line.endswith(":") or not _HEADER.match(line):  # endswith first: this runs on every line
+                continue
+            own = self.origins[j]
+            wrong_span = own is not None and own.how == "span" and _not_a_header(own, self.source_of)
+            # A loop whose origin came from its body takes its body's again: the diff may have paired it
+            # with an identical loop elsewhere (two TMA copies' `for i in T.unroll(4):`).
+            from_body = own is not None and own.how == "body"
+            if not (wrong_span or from_body) and (j in self.matched or own is not None):
+                if own is None or own.certain:
+                    continue
+                # A guessed header over statements all certainly from one line (`if elect:` around a copy's expect and load)
+                body = _body_origin(self.origins, j, self.depths, certain=True)
+                if body is not None:
+                    self.origins[j] = body.known_as("body", self.libraries.get(j))
+                continue
+            body = _body_origin(self.origins, j, self.depths)
+            if body is not None:
+                self.origins[j] = body.known_as("body", self.libraries.get(j))
+
+    def shared_buffers(self) -> None:
+        """A statement of a hunk that uses buffers of the hunk's removed statements: the one it
+        shares the most with (the same operation first), when no statement of another line shares as many."""
+        for (i0, _, i1, _), j in list(self._open()):
+            facts = statement(self.new[j])
+            if not facts.buffers:
+                continue
+            ranked: list[tuple[tuple[int, bool], Origin]] = []
+            for i in range(i0 + 1, i1):
+                origin = self.before[i]
+                if origin is None or i in self.matched.values():
+                    continue
+                theirs = statement(self.old[i])
+                shared = len(facts.buffers & theirs.buffers)
+                if shared:
+                    ranked.append(((shared, theirs.op == facts.op), origin))
+            if not ranked:
+                continue
+            top = max(score for score, _ in ranked)
+            places = {(o.file, o.line) for score, o in ranked if score == top}
+            if len(places) == 1:
+                origin = next(o for score, o in ranked if score == top)
+                self.origins[j] = _allocation(self.new[j], origin, self.source_of) or origin.known_as("operands", self.libraries.get(j))
+
+    # --- guesses ---------------------------------------------------------------------------------
+
+    def inserted_between(self) -> None:
+        """A statement a pass inserted, replacing nothing (a barrier, a fence), between two lines
+        from one user line: that line's."""
+        for (i0, j0, i1, j1), j in list(self._open()):
+            if i1 - i0 > 1 or j0 < 0 or j1 >= len(self.new):
+                continue
+            above, below = self.origins[j0], self.origins[j1]
+            if above is not None and below is not None and (above.file, above.line) == (below.file, below.line):
+                self.origins[j] = Origin(above.file, above.line, GUESS, self.libraries.get(j))
+
+    def like_removed_lines(self) -> None:
+        """The removed line it shares most names with: in its hunk, or anywhere when one there is
+        more alike overall (a pass that moves a statement far leaves it in another hunk)."""
+        removed_by_text: dict[str, list[int]] = {}
+        for i in self.removed:
+            removed_by_text.setdefault(self.old[i].strip(), []).append(i)
+            head = _loop_head(self.old[i])
+            if head:
+                removed_by_text.setdefault(head, []).append(i)
+        everywhere = [(i, _tokens(self.old[i])) for i in self.removed]
+        taken: dict[str, int] = {}
+        for (i0, j0, i1, _), j in list(self._open()):
+            removed_tokens = [(i, _tokens(self.old[i])) for i in range(i0 + 1, i1) if self.before[i] is not None]
+            near = i0 + (j - j0)  # where in the old text this line would be, had nothing moved
+            found, score = _descends(
+                self.new[j], removed_by_text, removed_tokens, self.before, _SIMILAR, near, loop_heads=j not in self.libraries, taken=taken,
+                old_lines=self.old,
+            )  # fmt: skip
+            if score[1] < 1.0 and i1 - i0 > 1:  # (a pure insertion is no statement moved from afar)
+                far, far_score = _descends(self.new[j], {}, everywhere, self.before, _FAR, near, overall_first=True)
+                if far is not None and far_score[1] > score[1]:
+                    found = far
+            if found is not None:
+                self.origins[j] = _allocation(self.new[j], found, self.source_of) or Origin(found.file, found.line, GUESS, self.libraries.get(j), found.columns)
+
+    def spans_naming_a_with(self) -> None:
+        for j, own in self.vague.items():
+            if self.origins[j] is None:  # nothing before it: the body line it is like (the lowered text has drifted from the user's)
+                self.origins[j] = _inside_with(own, self.new[j], self.source_of)
+
+    def enclosing_or_first(self) -> None:
+        """What is left sits in a statement (in a loop of the user's: the body line it computes),
+        or replaced the hunk's first line."""
+        for (i0, j0, i1, _), j in list(self._open()):
+            if not (self.new[j].strip() or j in self.libraries):
+                continue
+            found = _enclosing(self.new, self.origins, j, self.depths)
+            if found is not None and not _not_a_header(found, self.source_of):
+                found = self._body_line(j, found) or found
+            if found is None:
+                found = next((self.before[i] for i in range(i0 + 1, i1) if self.before[i] is not None), None)
+            if found is not None:
+                self.origins[j] = _allocation(self.new[j], found, self.source_of) or Origin(found.file, found.line, GUESS, self.libraries.get(j))
+
+    def _body_line(self, j: int, loop: Origin) -> Origin | None:
+        """The one line of the user's loop body that the other statements of j's block come from."""
+        depth = self.depths[j]
+        start = j
+        while start > 0 and (self.depths[start - 1] < 0 or self.depths[start - 1] >= depth):
+            start -= 1
+        end = j
+        while end + 1 < len(self.new) and (self.depths[end + 1] < 0 or self.depths[end + 1] >= depth):
+            end += 1
+        places = {(o.file, o.line) for o in self.origins[start : end + 1] if o is not None and (o.file, o.line) != (loop.file, loop.line)}
+        if len(places) != 1:
+            return None
+        file, line = places.pop()
+        return Origin(file, line, GUESS)

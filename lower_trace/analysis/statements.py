@@ -1,0 +1,99 @@
+"""What one printed TIR statement says about itself: the operation it performs and the buffers it
+names. The source map pairs a statement a pass rewrote with the one it came from by these facts
+(the same operation on the same buffers) before it falls back on how alike two lines look.
+
+Names are TVMScript's: a buffer is a name indexed (``A_shared[i]``) or taken the data of
+(``A_shared.data``), or the name an allocation defines (``desc_a = T.decl_buffer(...)``). TVM
+renames the copies it makes of a buffer ``A_shared_1``; the suffix is dropped, so a buffer keeps
+its name through the passes that copy it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+_HEADER = re.compile(r"\s*(?:for|while|if|elif|else|with)\b.*:\s*$")
+_STORE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\[[^=]*\]\s*(?:[-+*/]?=)(?!=)")
+_DEFINES = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)(?:: [^=]+)? = T\.([A-Za-z_][A-Za-z0-9_.]*)\(")
+_CALL = re.compile(r"(?:T\.)?([A-Za-z_][A-Za-z0-9_.]*)\(")
+_EXTERN = re.compile(r'T\.call_(?:extern|intrin|packed|pure_extern)\("[^"]*", "([^"<(]*)')
+_BUFFER = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)(?:\[|\.data\b)")
+_ACCESS_PTR = re.compile(r"tvm_access_ptr\(T\.type_annotation\([^)]*\), ([A-Za-z_][A-Za-z0-9_]*)[,)]")  # a buffer's data var, once
+# MergeSharedMemoryAllocations made it a pointer into the merged buffer
+_COPY_SUFFIX = re.compile(r"(?:_\d+)+$")
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
+_NOT_BUFFERS = frozenset({"T", "I", "tl"})
+# Passes restate an allocation in another form (a block's field becomes an alloc_buffer, a copy of
+# it a decl_buffer): one operation for the source map.
+_ALLOCATIONS = frozenset({"sblock_alloc_buffer", "alloc_buffer", "decl_buffer", "allocate", "handle_add_byte_offset"})
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A statement's operation and buffers. op "" : no statement a pass rewrites in place (a
+    header, a brace, a blank line)."""
+
+    op: str
+    buffers: frozenset[str]
+
+    @property
+    def key(self) -> tuple[str, frozenset[str]]:
+        return self.op, self.buffers
+
+
+def buffer_name(name: str) -> str:
+    """A buffer's name without the suffix TVM gives its copies (``K_tile_1`` -> ``K_tile``)."""
+    return _COPY_SUFFIX.sub("", name) or name
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def statement(line: str) -> Statement:
+    """The facts of one printed line (cached: consecutive snapshots share most of their lines)."""
+    stripped = line.strip()
+    if not stripped or stripped.startswith("#") or _HEADER.match(line):
+        return Statement("", frozenset())
+    names = _BUFFER.findall(line) + _ACCESS_PTR.findall(line)
+    buffers = {buffer_name(name) for name in names} - _NOT_BUFFERS
+    defines = _DEFINES.match(line)
+    if defines is not None:
+        buffers.add(buffer_name(defines.group(1)))
+        op = "alloc" if defines.group(2) in _ALLOCATIONS else defines.group(2)
+    elif _STORE.match(line):
+        op = "store"
+    else:
+        call = _CALL.search(stripped)
+        if call is None:
+            return Statement("", frozenset())
+        op = call.group(1)
+        if op == "evaluate":  # T.evaluate(T.call_extern(...)): the call inside is the statement
+            inner = _CALL.search(stripped, call.end())
+            op = inner.group(1) if inner is not None else op
+    extern = _EXTERN.search(stripped)
+    if extern is not None:
+        op = f"{op}:{extern.group(1)}"
+    return Statement(op, frozenset(buffers))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def all_tokens(line: str) -> tuple[str, ...]:
+    """Every name and number of a line, in order (arguments such as ``1, 0, 64`` included): what
+    tells apart two statements with the same operation and buffers."""
+    return tuple(_TOKEN.findall(line))
+
+
+def likeness(a: str, b: str) -> float:
+    """How alike two lines are, over all their names and numbers (Jaccard of the multisets)."""
+    ta, tb = all_tokens(a), all_tokens(b)
+    if not ta or not tb:
+        return 0.0
+    common: dict[str, int] = {}
+    for token in ta:
+        common[token] = common.get(token, 0) + 1
+    shared = 0
+    for token in tb:
+        if common.get(token, 0) > 0:
+            common[token] -= 1
+            shared += 1
+    return shared / (len(ta) + len(tb) - shared)
