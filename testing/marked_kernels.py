@@ -255,3 +255,20 @@ def latent_attention(heads=64, seq_len=512, dim=256, pe_dim=64, block_H=64, bloc
             T.copy(out_tile, Output[bz, hx * block_H : (hx + 1) * block_H, :])  # @mla_store
 
     return mla_decode
+
+
+@T.macro
+def scaled_exp(out, x, i, scale):
+    out[i] = T.exp2(x[i] * scale)  # @macro_body
+
+
+def macro_user(N=256):
+    """Calls a T.macro defined above: TileLang attributes the macro's statements to the call."""
+
+    @T.prim_func
+    def macro_user(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32")):
+        with T.Kernel(N // 128, threads=128) as bx:
+            for i in T.Parallel(128):
+                scaled_exp(Y, X, bx * 128 + i, 0.5)  # @macro_call
+
+    return macro_user

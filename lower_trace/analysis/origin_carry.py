@@ -118,7 +118,8 @@ class _Change:
                 ancestor = self.before[best]
                 assert ancestor is not None
                 if self.old[best].strip() == self.new[j].strip():
-                    self.origins[j] = ancestor if j not in self.libraries else Origin(ancestor.file, ancestor.line, ancestor.how, self.libraries[j], ancestor.columns)
+                    library = self.libraries.get(j)
+                    self.origins[j] = ancestor if library is None else Origin(ancestor.file, ancestor.line, ancestor.how, library, ancestor.columns)
                 else:
                     self.origins[j] = ancestor.known_as("operands", self.libraries.get(j) or ancestor.library)
 
@@ -207,7 +208,7 @@ class _Change:
         shares the most with (the same operation first), when no statement of another line shares as many."""
         for (i0, _, i1, _), j in list(self._open()):
             facts = statement(self.new[j])
-            if not facts.buffers:
+            if not facts.buffers or facts.op == "alloc":  # a declaration of a parameter is no part of the statement using it
                 continue
             ranked: list[tuple[tuple[int, bool], Origin]] = []
             for i in range(i0 + 1, i1):
@@ -271,7 +272,7 @@ class _Change:
     def enclosing_or_first(self) -> None:
         """What is left sits in a statement (in a loop of the user's: the body line it computes),
         or replaced the hunk's first line."""
-        for (i0, j0, i1, _), j in list(self._open()):
+        for (i0, _, i1, _), j in list(self._open()):
             if not (self.new[j].strip() or j in self.libraries):
                 continue
             found = _enclosing(self.new, self.origins, j, self.depths)

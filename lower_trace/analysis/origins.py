@@ -264,3 +264,53 @@ def source_owner(result: KernelOrigins, step: CodegenRecord, line: int) -> PassR
     owners = result.owners.get(entry.tir_text, [])
     k = entry.tir_lines[line] - 1
     return owners[k] if k < len(owners) else None
+
+
+_DEF = re.compile(r"\s*def ([A-Za-z_][A-Za-z0-9_]*)\(")
+
+
+def helper_call_sites(source: str, line: int, used: set[int]) -> tuple[str, list[int]]:
+    """A line inside a helper function the kernel calls (a ``T.macro``, a Python function that
+    builds statements) has no lines of its own: TileLang attributes its statements to the call.
+    (the helper's name, the lines among `used` -- lines the kernel's code comes from -- that call
+    it); ("", []) when the line is in no function that a line of the kernel calls."""
+    lines = split_lines(source)
+    if not 0 < line <= len(lines):
+        return "", []
+    depth = len(lines[line - 1]) - len(lines[line - 1].lstrip())
+    for number in range(line - 1, 0, -1):
+        text = lines[number - 1]
+        match = _DEF.match(text)
+        if match and len(text) - len(text.lstrip()) < depth:
+            call = re.compile(rf"\b{re.escape(match.group(1))}\(")
+            calls = sorted(n for n in used if 0 < n <= len(lines) and n != number and call.search(lines[n - 1]))
+            return (match.group(1), calls) if calls else ("", [])
+    return "", []
+
+
+_CALLED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(")
+
+
+def called_helper_lines(source: str, line: int, used: set[int]) -> tuple[str, list[int]]:
+    """The other way round: a line that calls a helper whose statements keep spans of their own (a
+    ``T.macro`` on TileLang 0.1.15) has no lines itself; its code is on the helper's lines.
+    (the helper's name, its lines among `used`); ("", []) when it calls no such helper."""
+    lines = split_lines(source)
+    if not 0 < line <= len(lines):
+        return "", []
+    for name in _CALLED.findall(lines[line - 1]):
+        definition = re.compile(rf"(\s*)def {re.escape(name)}\(")
+        for number, text in enumerate(lines, start=1):
+            match = definition.match(text)
+            if match is None:
+                continue
+            indent, inside = len(match.group(1)), []
+            for body in range(number + 1, len(lines) + 1):
+                body_text = lines[body - 1]
+                if body_text.strip() and len(body_text) - len(body_text.lstrip()) <= indent:
+                    break
+                if body in used:
+                    inside.append(body)
+            if inside:
+                return name, inside
+    return "", []

@@ -27,7 +27,7 @@ _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
 _NOT_BUFFERS = frozenset({"T", "I", "tl"})
 # Passes restate an allocation in another form (a block's field becomes an alloc_buffer, a copy of
 # it a decl_buffer): one operation for the source map.
-_ALLOCATIONS = frozenset({"sblock_alloc_buffer", "alloc_buffer", "decl_buffer", "allocate", "handle_add_byte_offset"})
+_ALLOCATIONS = frozenset({"sblock_alloc_buffer", "alloc_buffer", "decl_buffer", "allocate", "handle_add_byte_offset", "Buffer", "match_buffer"})
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import re
 import sys
 from typing import Any
 
-from lower_trace.analysis.origins import KernelOrigins, lines_from, trace_origins
+from lower_trace.analysis.origins import KernelOrigins, called_helper_lines, helper_call_sites, lines_from, trace_origins
 from lower_trace.cli.options import add_kernel, add_trace, print_json
 from lower_trace.cli.selection import UsageError, kernels_of
 from lower_trace.config import default_trace_dir
@@ -77,11 +77,17 @@ def cmd_where(args: argparse.Namespace) -> int:
         if entry is not None:
             sources.append((step.role, lines_from(entry.text, entry.origins, file, line)))
     events = result.line_history(file, line)
-    if args.json:
-        print_json(origins_view.where_json(kernel, file, line, final, sources, events))
-    else:
-        origins_view.write_where(sys.stdout, kernel, file, line, final, sources, events)
     found = bool(final) or any(found for _, found in sources)
+    helper: tuple[str, list[int]] = ("", [])
+    called: tuple[str, list[int]] = ("", [])
+    if not found and source is not None:  # a helper's line whose code is the call's, or a call whose code is the helper's
+        used = {o.line for origins in result.texts.values() for o in origins if o is not None and o.file == file}
+        helper = helper_call_sites(source, line, used)
+        called = called_helper_lines(source, line, used) if not helper[0] else called
+    if args.json:
+        print_json(origins_view.where_json(kernel, file, line, final, sources, events, helper, called))
+    else:
+        origins_view.write_where(sys.stdout, kernel, file, line, final, sources, events, helper, called)
     return 0 if found else 1
 
 

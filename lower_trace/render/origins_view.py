@@ -50,7 +50,13 @@ def write_with_origins(out: TextIO, text: str, origins: Origins, owners: list[Pa
 Found = list[tuple[int, str]]  # (1-based line, text)
 
 
-def write_where(out: TextIO, kernel: KernelTrace, file: str, line: int, final: Found, sources: list[tuple[str, Found]], events: list[LineEvent]) -> None:
+Helper = tuple[str, list[int]]  # a helper function the asked line is in, and the lines that call it
+
+
+def write_where(
+    out: TextIO, kernel: KernelTrace, file: str, line: int, final: Found, sources: list[tuple[str, Found]], events: list[LineEvent],
+    helper: Helper = ("", []), called: Helper = ("", []),
+) -> None:  # fmt: skip
     where = f"{os.path.basename(file)}:{line}"
     out.write(f"{where} in kernel {kernel.kernel_id} ({kernel.name}):\n")
     label = "the IR the failed pass received" if kernel.failed_count else "final TIR"  # a failed compile has no final TIR
@@ -61,6 +67,14 @@ def write_where(out: TextIO, kernel: KernelTrace, file: str, line: int, final: F
         out.write(f"  generated source ({role}): {plural(len(found), 'line')}\n")
         for number, text in found:
             out.write(f"    {number:>5} | {text.strip()}\n")
+    name, calls = helper
+    if name:
+        at = ", ".join(f"{os.path.basename(file)}:{n}" for n in calls)
+        out.write(f"  it is inside {name}(), whose code TileLang attributes to where the kernel calls it: {at} (lower-trace where {at.split(', ')[0]})\n")
+    name, lines_of = called
+    if name:
+        at = ", ".join(f"{os.path.basename(file)}:{n}" for n in lines_of)
+        out.write(f"  it calls {name}(), whose statements keep their own lines: {at} (lower-trace where {at.split(', ')[0]})\n")
     out.write(f"  passes that changed its lines: {len(events)}\n")
     for event in events:
         by = event.by
@@ -68,8 +82,13 @@ def write_where(out: TextIO, kernel: KernelTrace, file: str, line: int, final: F
         out.write(f"    {name:<40} {event.kind:<12} {event.before} -> {event.after} lines\n")
 
 
-def where_json(kernel: KernelTrace, file: str, line: int, final: Found, sources: list[tuple[str, Found]], events: list[LineEvent]) -> dict[str, Any]:
+def where_json(
+    kernel: KernelTrace, file: str, line: int, final: Found, sources: list[tuple[str, Found]], events: list[LineEvent], helper: Helper = ("", []),
+    called: Helper = ("", []),
+) -> dict[str, Any]:  # fmt: skip
     return {
+        "helper": {"name": helper[0], "called_from": helper[1]} if helper[0] else None,  # the line is inside a helper the kernel calls
+        "calls": {"name": called[0], "lines": called[1]} if called[0] else None,  # the line calls a helper whose statements keep its lines
         "kernel": kernel.kernel_id,
         "name": kernel.name,
         "file": file,

@@ -31,10 +31,9 @@ MLA_GEMMS = ["mla_gemm_lat", "mla_gemm_rot", "mla_gemm_out"]
 def multi_gemm_trace(tmp_path_factory):
     from tvm.target import Target
 
-    with lower_trace.trace(mode="html", trace_dir=str(tmp_path_factory.mktemp("multi_gemm"))) as run:
-        with Target({"kind": "cuda", "arch": "sm_90a"}) as target:
-            tilelang.lower(marked_kernels.attention_backward(), target=target)
-            tilelang.lower(marked_kernels.latent_attention(), target=target)
+    with lower_trace.trace(mode="html", trace_dir=str(tmp_path_factory.mktemp("multi_gemm"))) as run, Target({"kind": "cuda", "arch": "sm_90a"}) as target:
+        tilelang.lower(marked_kernels.attention_backward(), target=target)
+        tilelang.lower(marked_kernels.latent_attention(), target=target)
     return run.run_dir
 
 
@@ -158,3 +157,22 @@ def test_guesses_are_marked_in_the_terminal(multi_gemm_trace):
     descriptor = next(line for line in out.stdout.splitlines() if "initialize_wgmma_descriptor" in line)
     assert f"marked_kernels.py:{MARKS['bw_gemm_kq']} " in descriptor
     assert re.search(r"marked_kernels\.py:\d+\? ", out.stdout)  # some lines are guesses, and say so
+
+
+def test_where_on_a_macro_and_its_call(tmp_path):
+    """A T.macro's statement keeps its own line; `where` on the line that calls it says where its code went."""
+    from tvm.target import Target
+
+    with lower_trace.trace(mode="html", trace_dir=str(tmp_path)) as run, Target({"kind": "cuda", "arch": "sm_90a"}) as target:
+        tilelang.lower(marked_kernels.macro_user(), target=target)
+
+    def where(marker):
+        out = subprocess.run([lower_trace_cli(), "where", run.run_dir, "-k", "macro_user", f"marked_kernels.py:{MARKS[marker]}", "--json"],
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+        return out.returncode, json.loads(out.stdout)
+
+    code, body = where("macro_body")
+    assert code == 0 and any("exp2f" in line["text"] for line in body["sources"][0]["lines"])
+    code, call = where("macro_call")
+    assert code == 1 and not call["final_tir"]
+    assert call["calls"] == {"name": "scaled_exp", "lines": [MARKS["macro_body"]]}
