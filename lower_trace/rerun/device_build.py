@@ -1,6 +1,7 @@
 """`lower-trace device`: the device stage of kernels whose trace lacks it (or lacks their SASS),
 built from the stored generated source (or the working copy as it is now) with the flags
-TileLang compiles that target with, several kernels at a time, and appended to the run.
+TileLang compiles that target and the kernel's pass configs with (integrations/nvcc/tilelang_flags.py),
+several kernels at a time, and appended to the run.
 
 Never on a compile's path: this runs on a finished trace, in the lower-trace command.
 """
@@ -14,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
+from lower_trace.analysis.configs import typed_configs
 from lower_trace.analysis.device.ptxas_report import parse_ptxas_report
 from lower_trace.analysis.device.summary import cuda_source_step
 from lower_trace.device_model import DeviceRecord
@@ -78,7 +80,9 @@ def _build_one(trace: Trace, kernel: KernelTrace, working_copy: bool, rebuild: b
         return Built(kernel, None, {}, str(exc))
     except build.BuildFailed as exc:
         return Built(kernel, None, {}, "the compile failed: " + headline(str(exc)))
-    except (ImportError, ValueError) as exc:
+    except ValueError as exc:  # a target without an sm_ arch, a config nvcc cannot take
+        return Built(kernel, None, {}, f"cannot get TileLang's flags for {kernel.target!r}: {headline(str(exc))}")
+    except ImportError as exc:
         why = headline(str(exc))
         return Built(kernel, None, {}, f"cannot get TileLang's flags for {kernel.target!r} ({why}): run lower-trace device where TileLang is installed")
 
@@ -92,7 +96,8 @@ def _compile(trace: Trace, kernel: KernelTrace, step: CodegenRecord, working_cop
         with open(step.edit_path, encoding="utf-8") as handle:
             edited_text = handle.read()
         edited, source = edited_text != source, edited_text
-    arch_flags, options = tilelang_nvcc_flags(kernel.target, kernel.pass_configs)
+    # The configs as JSON values (an old trace's printed "T.bool(True)" read back): what TileLang's callback reads.
+    arch_flags, options = tilelang_nvcc_flags(kernel.target, typed_configs(kernel))
     name = safe_component(kernel.name, "kernel") + ".cu"
     started = time.perf_counter()
     built = build.compile_source(source, name, arch_flags, options)
