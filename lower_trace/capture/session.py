@@ -380,6 +380,10 @@ class CompileSession:
             return  # no pass ran: nothing to show
         ms = round((time.perf_counter() - self._t0) * 1000.0, 3)  # the compile's time, not the reproducer's
         self._record_failures(error)
+        problem = self.ir.spans_problem()  # spans switched off during this compile (a marked print differed): said, not silent
+        if problem:
+            said = "no line of the IR or the generated source is traced to your program's lines (lower-trace where, the report's source pane)"
+            self.run.note(f"{problem}: {said}", once="spans")
         if error is not None:
             for outcome in self._edits:
                 if outcome.uses_edit:

@@ -106,17 +106,17 @@ class SpanFiles:
         return os.path.abspath(name).startswith(self.library_dirs) if self.library_dirs else False
 
 
-# Statements the printer writes concisely (``bx = T.launch_thread(...)`` rather than a ``with``) only
-# while they carry no comment: a marker would change the text, so these (thread bindings) get none.
+# Statements the printer writes concisely (``bx = T.launch_thread(...)``, ``T.attr(None, "threadblock_swizzle_pattern",
+# ...)`` with its body after it rather than a ``with``) only while they carry no comment: a marker would change
+# the text, so attributes get none (their bodies' statements carry the spans).
 _UNMARKED = tuple(getattr(_tir, name) for name in ("AttrStmt",) if hasattr(_tir, name))
-_CONCISE_ATTRS = frozenset({"thread_extent", "virtual_thread"})  # printed as `bx = T.launch_thread(...)`; other attrs: `with T.attr(...)`
 
 
 def span_marks(functions: Any, files: SpanFiles) -> dict[Any, str]:
     """The marker of every statement that has a span: ``@lt:FILE:LINE:COL:END_LINE:END_COL@``."""
     marks: dict[Any, str] = {}
     for stmt in statements(functions):
-        if isinstance(stmt, _UNMARKED) and str(stmt.attr_key) in _CONCISE_ATTRS:
+        if isinstance(stmt, _UNMARKED):
             continue
         span = _get_span(stmt)
         if span is None:

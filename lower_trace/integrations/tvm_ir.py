@@ -199,7 +199,9 @@ class TVMIR:
         return _SpanSnapshotPrinter(self, tir_spans.SpanPrinter(self.print_ir, (*self.library_dirs, *self.skip_dirs)))
 
     def spans_problem(self) -> str:
-        return self._spans_problem or ("marked prints differed from plain ones in this process" if tir_spans.marking_disabled() else "")
+        if self._spans_problem or not tir_spans.marking_disabled():
+            return self._spans_problem
+        return "a print with source-span markers differed from a plain print in this process, so spans were switched off (please report it with the kernel)"
 
     def codegen_line_map(self, function: str, mod: Module, target: Any, configs: dict[str, Any], source: str, tir_text: str) -> str:
         if self._spans_problem:

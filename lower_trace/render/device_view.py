@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from typing import Any, TextIO
 
-from lower_trace.analysis.device.sass import ListingLine
+from lower_trace.analysis.device.sass import ListingLine, shown_rows
 from lower_trace.analysis.device.summary import occupancy_phrase
 from lower_trace.analysis.origin_rules import Origin
 from lower_trace.device_model import DeviceSummary
@@ -131,13 +131,16 @@ def write_table(out: TextIO, summaries: list[DeviceSummary], missing: list[str],
 
 def write_listing(out: TextIO, lines: list[ListingLine], cuda: list[str], origins: list[Origin | None] | None, owners: list[PassRecord | None] | None) -> None:
     """A SASS/PTX listing, each instruction with its CUDA line (and, with origins, the pass that
-    made that line and the user's line it comes from)."""
-    for item in lines:
+    made that line and the user's line it comes from). SASS shows its instructions and labels,
+    not nvdisasm's line records; an instruction moved off nvcc's line says nvcc's beside it."""
+    sass = any(item.opcode for item in lines)
+    shown = [item for _, item in shown_rows(lines)] if sass else lines
+    width = max([8, *(len(where_text(item)) for item in shown)])
+    for item in shown:
         if not item.line and not item.opcode:
-            if not item.text.lstrip().startswith("//##"):
-                out.write(f"{'':>6}  {item.text.rstrip()}\n")
+            if not item.is_record:
+                out.write(f"{'':>{width - 2}}  {item.text.rstrip()}\n")
             continue
-        where = f"cu:{item.line}" if item.line else ""
         extra = ""
         if origins is not None and item.line:
             origin = origins[item.line - 1] if item.line - 1 < len(origins) else None
@@ -145,15 +148,26 @@ def write_listing(out: TextIO, lines: list[ListingLine], cuda: list[str], origin
             extra = f"  {origin_text(origin, 24)} {('#' + str(owner.seq) + ' ' + owner.name) if owner else ''}".rstrip()
         text = item.text.strip()
         cuda_text = cuda[item.line - 1].strip() if item.line and item.line - 1 < len(cuda) and origins is None else ""
-        out.write(f"{where:>8}  {text[:110]:<110}{extra}{('  // ' + cuda_text[:60]) if cuda_text else ''}\n".rstrip() + "\n")
+        out.write(f"{where_text(item):>{width}}  {text[:110]:<110}{extra}{('  // ' + cuda_text[:60]) if cuda_text else ''}\n".rstrip() + "\n")
+
+
+def where_text(item: ListingLine) -> str:
+    """cu:79, or cu:79 (nvcc: 86) where the instruction was moved off nvcc's line (attribution.py)."""
+    if not item.line:
+        return ""
+    return f"cu:{item.line}" + (f" (nvcc: {item.nvcc_line})" if item.nvcc_line else "")
 
 
 def listing_json(lines: list[ListingLine], origins: list[Origin | None] | None) -> list[dict[str, Any]]:
+    """Every line of the listing (nvdisasm's records too); `line` is the CUDA line, `nvcc_line`
+    nvcc's own where attribution.py moved the instruction off it."""
     out = []
     for item in lines:
         entry: dict[str, Any] = {"text": item.text, "line": item.line}
         if item.opcode:
             entry["opcode"] = item.opcode
+        if item.nvcc_line:
+            entry["nvcc_line"] = item.nvcc_line
         if item.location:
             entry["inlined_from"] = item.location
         if origins is not None and item.line and item.line - 1 < len(origins):

@@ -1,7 +1,9 @@
 """The device stage in the report, in Chromium: the kernel index shows each variant's registers,
 spills, shared memory and occupancy as `lower-trace list --device` does; the device codegen step
-shows ptxas' line and PTX and SASS panes whose lines carry the CUDA line nvdisasm's own records
-give them (run here) and are lit with the user's line as the generated source's are."""
+shows ptxas' line, a PTX pane whose lines carry their CUDA line and a SASS pane of instructions, each
+with the CUDA line nvdisasm's own records give it (run here) as a column, an HGMMA nvcc puts on a
+line that cannot have made it with nvcc's line beside the one it was moved to, lit with the user's
+line as the generated source's are."""
 
 import base64
 import json
@@ -49,7 +51,10 @@ def test_the_index_shows_what_list_device_says(browser, traced):
     view.close()
 
 
-def test_sass_and_ptx_panes_carry_nvdisasms_line_records_and_the_users_lines(browser, traced, tmp_path):
+INSTRUCTION = re.compile(r"\s*/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?[A-Z]")
+
+
+def test_sass_pane_shows_instructions_with_their_cuda_line_and_ptx_lines_carry_theirs(browser, traced, tmp_path):
     kernel = traced.kernels[0]
     record = kernel.device_stage
     view = Page(browser, os.path.join(traced.path, "report.html"), f"#{kernel.kernel_id}")
@@ -57,32 +62,46 @@ def test_sass_and_ptx_panes_carry_nvdisasms_line_records_and_the_users_lines(bro
     view.page.locator(f'#passes .step[data-seq="{record.seq}"]').click()
     line = subprocess.run([lower_trace_cli(), "show", traced.path, "-k", kernel.kernel_id, "--device"], check=True, capture_output=True, text=True).stdout
     assert view.page.locator(".device-stage .device-line").inner_text() in line
-    # nvdisasm -c -gi run here on the cubin the trace holds: per line, the last record naming the compiled file.
+    # nvdisasm -c -gi run here on the cubin the trace holds: per instruction, nvcc's line (the last
+    # record naming the compiled file).
     cubin = tmp_path / "k.cubin"
     cubin.write_bytes(base64.b64decode(traced.read_snapshot(record.binary)))
     listing = subprocess.run([find_tool("nvdisasm"), "--print-code", "-gi", str(cubin)], check=True, capture_output=True, text=True).stdout
     expected, current = [], 0
-    for text in listing.split("\n")[:-1] if listing.endswith("\n") else listing.split("\n"):
+    for text in listing.split("\n"):
         for path, number in re.findall(r'"([^"]+)", line (\d+)', text):
             if os.path.basename(path) == record.source_name:
                 current = int(number)
-        instruction = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?[A-Z]", text)
-        expected.append(current if instruction or text.lstrip().startswith("//##") else 0)
-    sass = view.page.locator(".device-sass pre.lined > span.ln")
-    shown = sass.evaluate_all("spans => spans.map((s) => [s.textContent, s.dataset.cu ? Number(s.dataset.cu) : 0])")
-    assert [text for text, _ in shown] == (listing[:-1] if listing.endswith("\n") else listing).split("\n")
-    instructions = [(cu, want) for (text, cu), want in zip(shown, expected, strict=True) if re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?[A-Z]", text)]
-    assert instructions and all(cu == want for cu, want in instructions)
-    # Point at an HGMMA whose CUDA line calls wgmma: the user's line that CUDA line comes from
-    # (the source map, checked against marker comments in test_origins.py) lights in the source pane: the T.gemm.
+        if INSTRUCTION.match(text):
+            expected.append((" ".join(text.split()), current))
+    pane = view.page.locator(".device-sass")
+    assert "//## File" not in pane.inner_text()  # nvdisasm's records are a column, not rows
+    sass = pane.locator("pre.lined > span.ln")
+    rows = sass.evaluate_all(
+        """spans => spans.map((s) => [s.querySelector('.sass-text').textContent, s.querySelector('.sass-cu').textContent,
+            s.querySelector('.sass-nvcc') ? s.querySelector('.sass-nvcc').textContent : null, s.dataset.cu ? Number(s.dataset.cu) : 0])"""
+    )
+    instructions = [(i, row) for i, row in enumerate(rows) if INSTRUCTION.match(row[0])]
+    assert [" ".join(text.split()) for _, (text, *_rest) in instructions] == [text for text, _ in expected]
     cuda = traced.read_snapshot(record.source).split("\n")
+    moved = []
+    for (index, (text, column, nvcc, cu)), (_, want) in zip(instructions, expected, strict=True):
+        if "HGMMA" in text and "wgmma" not in cuda[want - 1]:  # nvcc's line cannot have made it: moved, nvcc's beside it
+            assert nvcc == f" (nvcc: {want})" and "wgmma" in cuda[cu - 1] and column.startswith(f"{record.source_name}:{cu} (nvcc: {want})"), (text, column)
+            moved.append(index)
+        else:  # each instruction row has its line column: nvcc's line, as nvdisasm gives it
+            assert cu == want and nvcc is None and column.strip() == f"{record.source_name}:{want}", (text, column, want)
+    assert moved  # nvcc 13 puts some of this GEMM's HGMMAs on an mbarrier arrive or the loop head
+    # Point at a moved HGMMA: the user's line its CUDA line comes from (the source map, checked
+    # against marker comments in test_origins.py) lights in the source pane: the T.gemm.
     origins = trace_origins(traced, kernel).sources[record.seq].origins
-    index = next(i for i, (text, cu) in enumerate(shown) if "HGMMA" in text and cu and "wgmma" in cuda[cu - 1])
-    hgmma = sass.nth(index)
-    assert hgmma.get_attribute("title").startswith(f"CUDA line {shown[index][1]}")
+    hgmma = sass.nth(moved[0])
+    cu = rows[moved[0]][3]
+    assert hgmma.get_attribute("title").startswith(f"CUDA line {cu}\nnvcc's line table says line ")
+    hgmma.scroll_into_view_if_needed()
     hgmma.hover()
     lit = view.page.locator(".source-pane .ln.o-hl")
-    origin = origins[shown[index][1] - 1]
+    origin = origins[cu - 1]
     assert lit.count() == 1 and lit.inner_text().strip().startswith(f"{origin.line} ") and "T.gemm(" in lit.inner_text()
     assert view.page.locator(".device-ptx pre.lined > span.ln[data-cu]").count() > 0
     assert not view.errors(), view.messages

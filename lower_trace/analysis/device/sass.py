@@ -49,6 +49,18 @@ class ListingLine:
     location: str = ""  # the innermost file:line when that is a header (inlined code)
     function: str = ""  # the kernel function the line is in (SASS)
     opcode: str = ""  # SASS: the instruction's opcode without modifiers ("" for other lines)
+    nvcc_line: int = 0  # nvcc's own line where attribution.py moved the instruction to `line` (0: not moved)
+
+    @property
+    def is_record(self) -> bool:
+        """One of nvdisasm's `//## File` line records (the views show them as a column, not a row)."""
+        return self.text.lstrip().startswith("//##")
+
+    @property
+    def is_label(self) -> bool:
+        """A label in a SASS listing (`gemm_kernel:`, `.L_x_3:`): what branches name."""
+        text = self.text.strip()
+        return not self.opcode and text.endswith(":") and " " not in text and not text.startswith("//")
 
 
 def _is_source(path: str, source_name: str) -> bool:
@@ -80,6 +92,12 @@ def sass_lines(sass: str, source_name: str) -> list[ListingLine]:
         opcode = instruction.group(2).split(".")[0] if instruction else ""
         out.append(ListingLine(text, line if instruction else 0, location if instruction else "", function, opcode))
     return out
+
+
+def shown_rows(lines: list[ListingLine]) -> list[tuple[int, ListingLine]]:
+    """What the views show of a SASS listing, with each line's index in it: its instructions and
+    labels; not nvdisasm's line records (a column of each row instead) nor its directives."""
+    return [(index, item) for index, item in enumerate(lines) if item.opcode or item.is_label]
 
 
 def ptx_lines(ptx: str, source_name: str) -> list[ListingLine]:

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from lower_trace.analysis.device.attribution import reattribute
 from lower_trace.analysis.device.launch import launch_shape
 from lower_trace.analysis.device.occupancy import occupancy
 from lower_trace.analysis.device.sass import ListingLine, kind_counts, opcode_counts, ptx_lines, sass_lines
+from lower_trace.analysis.text_diff import split_lines
 from lower_trace.device_model import DeviceRecord, DeviceSummary, Occupancy
 from lower_trace.model import CodegenRecord, KernelTrace, Trace
 
@@ -42,17 +44,23 @@ def summarize(kernel: KernelTrace, text_of: Callable[[str], str], record: Device
 
 def listing(trace: Trace, record: DeviceRecord, which: str) -> list[ListingLine]:
     """The record's SASS or PTX, line by line with the generated-source line each comes from."""
+    return listing_of(trace.read_snapshot, record, which)
+
+
+def listing_of(text_of: Callable[[str], str], record: DeviceRecord, which: str) -> list[ListingLine]:
+    """listing() over a snapshot reader. SASS instructions nvcc's line table puts on a line that
+    cannot have made them are on the nearest one that can (attribution.py), nvcc's line kept."""
     digest = record.sass if which == "sass" else record.ptx
-    text = trace.read_snapshot(digest) if digest else ""
-    return sass_lines(text, record.source_name) if which == "sass" else ptx_lines(text, record.source_name)
+    text = (text_of(digest) or "") if digest else ""
+    if which != "sass":
+        return ptx_lines(text, record.source_name)
+    source = (text_of(record.source) or "") if record.source else ""
+    return reattribute(sass_lines(text, record.source_name), split_lines(source))
 
 
 def cuda_lines(text_of: Callable[[str], str], record: DeviceRecord, which: str) -> list[int]:
     """Per line of the record's SASS or PTX, the generated-source line it comes from (0: none)."""
-    digest = record.sass if which == "sass" else record.ptx
-    text = (text_of(digest) or "") if digest else ""
-    lines = sass_lines(text, record.source_name) if which == "sass" else ptx_lines(text, record.source_name)
-    return [line.line for line in lines]
+    return [line.line for line in listing_of(text_of, record, which)]
 
 
 def device_differences(a: DeviceSummary | None, b: DeviceSummary | None) -> list[tuple[str, str, str]]:
