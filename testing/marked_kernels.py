@@ -272,3 +272,17 @@ def macro_user(N=256):
                 scaled_exp(Y, X, bx * 128 + i, 0.5)  # @macro_call
 
     return macro_user
+
+
+def swizzled_copy(N=256, block=64):
+    """T.use_swizzle: an attribute TVMScript prints concisely (``T.attr(None, ...)``) only without a comment."""
+
+    @T.prim_func
+    def swizzled(A: T.Tensor((N, N), "float16"), B: T.Tensor((N, N), "float16")):
+        with T.Kernel(N // block, N // block, threads=128) as (bx, by):
+            tile = T.alloc_shared((block, block), "float16")
+            T.use_swizzle(10)
+            T.copy(A[by * block, bx * block], tile)  # @swizzle_load
+            T.copy(tile, B[by * block, bx * block])  # @swizzle_store
+
+    return swizzled

@@ -176,3 +176,14 @@ def test_where_on_a_macro_and_its_call(tmp_path):
     code, call = where("macro_call")
     assert code == 1 and not call["final_tir"]
     assert call["calls"] == {"name": "scaled_exp", "lines": [MARKS["macro_body"]]}
+
+
+def test_a_kernel_with_use_swizzle_keeps_its_source_map(tmp_path):
+    """TileLang's examples call T.use_swizzle; its attribute once switched the spans off for the process."""
+    from tvm.target import Target
+
+    with lower_trace.trace(mode="html", trace_dir=str(tmp_path)) as run, Target({"kind": "cuda", "arch": "sm_90a"}) as target:
+        tilelang.lower(marked_kernels.swizzled_copy(), target=target)
+    lines = blamed(run.run_dir, "swizzled")
+    assert {mark for text, mark, _ in lines if "tma_store(B_desc" in text} == {"swizzle_store"}
+    assert {mark for text, mark, _ in lines if "*(uint4*)(tile +" in text} == {"swizzle_load"}
