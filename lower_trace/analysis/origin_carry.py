@@ -98,8 +98,8 @@ class _Change:
 
     def same_statements(self) -> None:
         """A statement the pass rewrote, renamed or moved: the removed statement with the same
-        operation on the same buffers (a header: the same text). Of several, the most alike in
-        every name and number; of equally alike, the k-th removed for the k-th new."""
+        operation on the same buffers (a header: the same text). Of several: the k-th removed for
+        the k-th new when the pass made as many; else the most alike in every name and number."""
         groups: dict[object, list[int]] = {}
         for i in self.removed:
             groups.setdefault(self._key(self.old[i]), []).append(i)
@@ -113,8 +113,11 @@ class _Change:
             if isinstance(key, tuple) and key[0] == "header" and len(olds) != len(news):
                 continue  # `for i in range(4):` of TMA copies' boxes: alike, no buffer tells them apart, and the order fails
             for rank, j in enumerate(news):
-                target = rank * len(olds) // len(news)  # the k-th for the k-th; spread evenly when a pass made more or fewer
-                best = olds[max(range(len(olds)), key=lambda k: (likeness(self.new[j], self.old[olds[k]]), -abs(k - target)))]
+                if len(olds) == len(news):  # as many as it removed: a pass keeps their order (the k-th is the k-th)
+                    best = olds[rank]
+                else:  # more or fewer: the most alike in every name and number, then the one at the same place
+                    target = rank * len(olds) // len(news)
+                    best = olds[max(range(len(olds)), key=lambda k: (likeness(self.new[j], self.old[olds[k]]), -abs(k - target)))]
                 ancestor = self.before[best]
                 assert ancestor is not None
                 if self.old[best].strip() == self.new[j].strip():
@@ -265,9 +268,16 @@ class _Change:
                 self.origins[j] = _allocation(self.new[j], found, self.source_of) or Origin(found.file, found.line, GUESS, self.libraries.get(j), found.columns)
 
     def spans_naming_a_with(self) -> None:
+        """A statement spanned to a user's block or loop line that nothing before placed: the body
+        line it is like (the lowered text has drifted from the user's), else the one line the
+        statements beside it come from (a constant hoisted into a loop's body), else the span."""
         for j, own in self.vague.items():
-            if self.origins[j] is None:  # nothing before it: the body line it is like (the lowered text has drifted from the user's)
-                self.origins[j] = _inside_with(own, self.new[j], self.source_of)
+            if self.origins[j] is not None:
+                continue
+            found = _inside_with(own, self.new[j], self.source_of)
+            if found is own:
+                found = self._body_line(j, own) or own
+            self.origins[j] = found
 
     def enclosing_or_first(self) -> None:
         """What is left sits in a statement (in a loop of the user's: the body line it computes),
@@ -292,7 +302,8 @@ class _Change:
         end = j
         while end + 1 < len(self.new) and (self.depths[end + 1] < 0 or self.depths[end + 1] >= depth):
             end += 1
-        places = {(o.file, o.line) for o in self.origins[start : end + 1] if o is not None and (o.file, o.line) != (loop.file, loop.line)}
+        around = [o for o in self.origins[start : end + 1] if o is not None and (o.file, o.line) != (loop.file, loop.line)]
+        places = {(o.file, o.line) for o in around if o.certain} or {(o.file, o.line) for o in around}  # facts first
         if len(places) != 1:
             return None
         file, line = places.pop()

@@ -22,7 +22,7 @@ _EXTERN = re.compile(r'T\.call_(?:extern|intrin|packed|pure_extern)\("[^"]*", "(
 _BUFFER = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)(?:\[|\.data\b)")
 _ACCESS_PTR = re.compile(r"tvm_access_ptr\(T\.type_annotation\([^)]*\), ([A-Za-z_][A-Za-z0-9_]*)[,)]")  # a buffer's data var, once
 # MergeSharedMemoryAllocations made it a pointer into the merged buffer
-_COPY_SUFFIX = re.compile(r"(?:_\d+)+$")
+_COPY_SUFFIX = re.compile(r"(?:_local_cast)?(?:_\d+)*$")  # TVM's copies (A_1); TileLang's cast staging (q_local_cast)
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
 _NOT_BUFFERS = frozenset({"T", "I", "tl"})
 # Passes restate an allocation in another form (a block's field becomes an alloc_buffer, a copy of
@@ -44,7 +44,8 @@ class Statement:
 
 
 def buffer_name(name: str) -> str:
-    """A buffer's name without the suffix TVM gives its copies (``K_tile_1`` -> ``K_tile``)."""
+    """A buffer's name without the suffix TVM gives its copies (``K_tile_1`` -> ``K_tile``) or the
+    one tl.DecoupleTypeCast gives the buffer it stages a cast in (``q_local_cast`` -> ``q``)."""
     return _COPY_SUFFIX.sub("", name) or name
 
 
