@@ -263,6 +263,7 @@ def codegen_line_map(function: str, mod: Any, target: Any, configs: dict[str, An
     for line, payload in found:
         if payload.startswith("s"):
             line_of_statement.setdefault(int(payload[1:]), line)
+    _place_attributes(originals, line_of_statement, text.split("\n"))
     kept = [_get_span(stmt) for stmt in originals]
     source_name = tvm.ir.SourceName(_STMT_SPAN_SOURCE)
     try:
@@ -292,6 +293,25 @@ def codegen_line_map(function: str, mod: Any, target: Any, configs: dict[str, An
             last = line_of_statement.get(statement_of[i], last)
         tir_lines.append(last)  # an unmatched line (an edit's, a callback's): the statement before it
     return json.dumps({"tir_lines": tir_lines}, separators=(",", ":"))
+
+
+_ATTRIBUTE_LINE = re.compile(r"\s*(?:with )?T\.attr\(")
+
+
+def _place_attributes(originals: list[Any], line_of_statement: dict[int, int], lines: list[str]) -> None:
+    """Attributes print without a marker (one would change their text): an attribute's line is the
+    first ``T.attr(`` line after the statement printed before it (statements print in preorder), so
+    its generated lines (``tl::rasterization2DRow``) are not taken for the statement before it."""
+    previous = 0
+    for number, stmt in enumerate(originals, start=1):
+        if number in line_of_statement:
+            previous = line_of_statement[number]
+        elif isinstance(stmt, _UNMARKED):
+            following = min((line for n, line in line_of_statement.items() if n > number), default=len(lines) + 1)
+            for line in range(previous + 1, following):
+                if _ATTRIBUTE_LINE.match(lines[line - 1]):
+                    line_of_statement[number] = previous = line
+                    break
 
 
 def _module_text(runtime_mod: Any) -> str:
