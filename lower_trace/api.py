@@ -100,7 +100,7 @@ def _attach_renderers(run: TraceRun) -> None:
         run.add_listener(TerminalListener(lambda: _messages.stream, run.config.live_filter))
     if run.config.writes_report:
         report = os.path.join(run.run_dir, REPORT)
-        run.add_listener(ReportListener(report, run.info, latest_link=os.path.join(run.script_dir, REPORT)))
+        run.add_listener(ReportListener(report, run.info, latest_link=os.path.join(run.script_dir, REPORT), run_dir=run.run_dir))
 
 
 def reset() -> TraceRun | None:

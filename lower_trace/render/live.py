@@ -14,6 +14,7 @@ from typing import TextIO
 from lower_trace.config import LiveFilter
 from lower_trace.model import CodegenRecord, KernelTrace, PassStatus, RunInfo
 from lower_trace.render.terminal import TerminalRenderer
+from lower_trace.text_safety import plural
 
 TextOf = Callable[[str], str]
 
@@ -56,16 +57,24 @@ class TerminalListener:
         return None
 
 
+# At most this long at exit for the run's source maps; the kernels left out say in the page how to
+# add theirs (`lower-trace report`). About 170 GEMM-sized kernels, 500 small ones (docs/performance.md).
+SOURCE_MAP_BUDGET_S = 5.0
+
+
 class ReportListener:
     inline = False  # compressing and writing a kernel's block is no work for the compile's thread
 
-    def __init__(self, path: str, run: RunInfo, latest_link: str | None = None) -> None:
+    def __init__(self, path: str, run: RunInfo, latest_link: str | None = None, run_dir: str = "", budget_s: float | None = SOURCE_MAP_BUDGET_S) -> None:
         from lower_trace.render.report.writer import ReportWriter
 
         self.writer = ReportWriter(path, run, latest_link=latest_link)
+        self.run_dir = run_dir  # the trace the source maps are read from at close ("": none are added)
+        self.budget_s = budget_s
+        self.left_out = 0  # kernels whose source map the budget left out
 
     def kernel_finished(self, kernel: KernelTrace, text_of: TextOf) -> None:
-        self.writer.add_kernel(kernel, text_of)
+        self.writer.add_kernel(kernel, text_of)  # without its source map: derived data, added at close
 
     def note(self, text: str) -> None:
         self.writer.add_note(text)
@@ -73,4 +82,34 @@ class ReportListener:
     def close(self) -> str | None:
         if not self.writer.kernels:
             return None
-        return self.writer.close()
+        try:
+            self._add_source_maps()
+        finally:
+            path = self.writer.close()  # the end marker, whatever became of the source maps
+        return path
+
+    def _add_source_maps(self) -> None:
+        """The run's source maps, once, from the trace on disk (the run's worker has flushed it):
+        nothing of them is worked out while the program compiles, and nothing is kept meanwhile."""
+        if not self.run_dir:
+            return
+        import time
+        import warnings
+
+        from lower_trace.render.report.writer import add_source_maps
+        from lower_trace.store.layout import TraceNotFound
+        from lower_trace.store.reader import TraceDamaged, load_trace
+
+        started = time.perf_counter()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TraceDamaged)  # a kernel it cannot read keeps the page's hint
+                trace = load_trace(self.run_dir)
+        except TraceNotFound:
+            return
+        budget = None if self.budget_s is None else max(0.0, self.budget_s - (time.perf_counter() - started))
+        self.left_out = add_source_maps(self.writer, trace.kernels, trace.snapshot, budget)
+        if self.left_out:
+            self.writer.add_note(
+                f"the source map of {plural(self.left_out, 'kernel')} was left out to end the run in time: `lower-trace report {self.run_dir}` adds it"
+            )

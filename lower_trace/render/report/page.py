@@ -21,7 +21,8 @@ from importlib import resources
 from typing import Any
 
 from lower_trace.analysis.configs import typed_configs
-from lower_trace.analysis.device.summary import cuda_lines
+from lower_trace.analysis.device.sass import ListingLine, shown_rows
+from lower_trace.analysis.device.summary import cuda_lines, listing_of
 from lower_trace.analysis.timing import BETWEEN, StepTime, kernel_totals
 from lower_trace.device_model import DeviceSummary
 from lower_trace.model import CodegenRecord, EditStatus, KernelState, KernelTrace, RunInfo, to_json
@@ -207,7 +208,8 @@ def device_index(summary: DeviceSummary | None) -> dict[str, Any] | None:
 
 
 def device_payload(summary: DeviceSummary, text_of: Callable[[str], str]) -> dict[str, Any]:
-    """What the device stage's view shows: its line, the listings and each line's CUDA line."""
+    """What the device stage's view shows: its line, the listings, each PTX line's CUDA line and
+    the SASS pane's rows (sass_rows)."""
     record = summary.record
     return {
         "seq": record.seq,
@@ -220,9 +222,18 @@ def device_payload(summary: DeviceSummary, text_of: Callable[[str], str]) -> dic
         "source": record.source,
         "ptx": record.ptx,
         "sass": record.sass,
-        "cuda": {which: cuda_lines(text_of, record, which) for which in ("ptx", "sass") if getattr(record, which)},
+        "source_name": record.source_name,
+        "cuda": {"ptx": cuda_lines(text_of, record, "ptx")} if record.ptx else {},
+        "sass_rows": sass_rows(listing_of(text_of, record, "sass")) if record.sass else [],
         "error": record.error,
     }
+
+
+def sass_rows(lines: list[ListingLine]) -> list[list[int]]:
+    """The SASS pane's rows, its instructions and labels (not nvdisasm's line records): per row
+    [its index in the listing, its CUDA line (0: none), nvcc's line where attribution.py moved
+    the instruction off it (0: not moved)]. The index names the row's origin in the source map."""
+    return [[index, item.line, item.nvcc_line] for index, item in shown_rows(lines)]
 
 
 # --- the pointer page ------------------------------------------------------------------

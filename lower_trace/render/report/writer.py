@@ -14,6 +14,13 @@ kernel is opened. Each snapshot text is written once per run: the writer
 remembers which block carried each digest (digests only, never texts), and a
 block names the earlier blocks holding the rest. Memory stays flat however
 many kernels a run compiles.
+
+The source map (origins_data.py) is derived data: it is not computed while the program
+compiles. A kernel's block says whether its snapshots carry source spans ("spans"); its source
+map is appended later as a block of its own (``add_source_map``: ``lt-o<block>``, which the page
+attaches to kernel block <block>) -- when the run closes (render/live.py) or when
+``lower-trace report`` rebuilds the file (from_trace.py). A kernel left without one (a killed
+run, the time budget at exit) says in the page how to add it.
 """
 
 from __future__ import annotations
@@ -23,11 +30,12 @@ import gzip
 import json
 import os
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 
 from lower_trace.analysis.device.summary import summarize
 from lower_trace.analysis.timing import kernel_timing
-from lower_trace.model import KernelTrace, RunInfo, to_json
+from lower_trace.model import KernelTrace, RunInfo, spans_key, to_json
 from lower_trace.render.report.origins_data import origins_payload
 from lower_trace.render.report.page import block as data_block
 from lower_trace.render.report.page import device_payload, json_for_script, kernel_steps, kernel_summary, page_head, pointer_page, snapshot_digests
@@ -37,6 +45,41 @@ from lower_trace.store.files import write_atomically
 def write_pointer(path: str, target: str) -> None:
     """The pointer page at path that opens target (page.pointer_page), written atomically."""
     write_atomically(path, pointer_page(path, target))
+
+
+def has_spans(kernel: KernelTrace, text_of: Callable[[str], str]) -> bool:
+    """Whether any snapshot of the kernel has source spans stored beside it: then it has a source map."""
+    for digest in snapshot_digests(kernel):
+        try:
+            if text_of(spans_key(digest)):
+                return True
+        except LookupError:  # a text_of that knows snapshots only
+            return False
+    return False
+
+
+def add_source_maps(writer: ReportWriter, kernels: Iterable[KernelTrace], text_of: Callable[[str], str], budget_s: float | None = None) -> int:
+    """The source maps of the kernels writer wrote a block for, in turn, until budget_s seconds
+    have gone (None: no limit); how many kernels with spans were left without one. A kernel whose
+    map fails to be made does not stop the others: the first such error is raised at the end."""
+    deadline = None if budget_s is None else time.perf_counter() + budget_s
+    left = 0
+    failed: Exception | None = None
+    for kernel in kernels:
+        if not writer.wrote(kernel.kernel_id):
+            continue
+        if deadline is not None and time.perf_counter() > deadline:
+            left += has_spans(kernel, text_of)
+            continue
+        try:
+            writer.add_source_map(kernel, text_of)
+        except OSError:
+            raise  # the disk: no later block would be written either
+        except Exception as exc:  # the analysis on this kernel: its page keeps the hint
+            failed = failed or exc
+    if failed is not None:
+        raise failed
+    return left
 
 
 def pack(data: object) -> str:
@@ -61,6 +104,7 @@ class ReportWriter:
         self._good = 0  # bytes in the file up to the end of the last complete block
         self._notes: list[str] = []  # notes waiting for the head
         self._holder: dict[str, int] = {}  # digest -> the block that carries its text
+        self._block_of: dict[str, int] = {}  # kernel id -> its block (for its source map, added later)
         self._blocks = 0
         self._closed = False
 
@@ -68,6 +112,10 @@ class ReportWriter:
     def kernels(self) -> int:
         """Kernel blocks written so far."""
         return self._blocks
+
+    def wrote(self, kernel_id: str) -> bool:
+        """Whether this writer wrote the block of that kernel."""
+        return kernel_id in self._block_of
 
     def start(self) -> None:
         """Write the page head now (a report of a run with no kernel); add_kernel does it itself."""
@@ -97,9 +145,8 @@ class ReportWriter:
             device = summarize(kernel, lambda digest: text_of(digest) or "")
             if device is not None:
                 payload["device"] = device_payload(device, lambda digest: text_of(digest) or "")
-            origins = origins_payload(kernel, text_of, snapshot_digests(kernel))
-            if origins is not None:
-                payload["origins"] = origins
+            if has_spans(kernel, text_of):  # a fact, looked up: the source map itself is computed later
+                payload["spans"] = True
             summary = kernel_summary(kernel, block, sorted(refs), times, device)
             chunk = (
                 data_block(pack(payload), "application/octet-stream", "lt-payload", f"lt-p{block}")
@@ -109,7 +156,24 @@ class ReportWriter:
             self._append(chunk)
             for digest in new:
                 self._holder[digest] = block
+            self._block_of[kernel.kernel_id] = block
             self._blocks += 1
+
+    def add_source_map(self, kernel: KernelTrace, text_of: Callable[[str], str]) -> bool:
+        """Append the source map of a kernel whose block this writer wrote, as a block of its own
+        (``lt-o<block>``; JSON null when no line has an origin after all). False, and nothing
+        written, for a kernel it wrote no block for or one without spans (whose block says so).
+        Computed outside the lock: the listener's close calls it, while nothing else writes."""
+        block = self._block_of.get(kernel.kernel_id)
+        if block is None or not has_spans(kernel, text_of):
+            return False
+        origins = origins_payload(kernel, text_of, snapshot_digests(kernel))
+        chunk = data_block(pack(origins), "application/octet-stream", "lt-origins", f"lt-o{block}")
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"{self.path}: the report is closed")
+            self._append(chunk)
+        return True
 
     def add_note(self, text: str) -> None:
         """A note for the run header (kernel cache bypassed, ...)."""

@@ -32,13 +32,28 @@ const LTBlocks = (() => {
     return bytes;
   }
 
-  // A block's payload, inflated with the browser's own gzip.
+  // A packed block's JSON, inflated with the browser's own gzip.
+  /** @param {Element} node */
+  async function unpack(node) {
+    const stream = new Blob([bytesOf(node.textContent)]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  }
+
+  // A block's payload.
   /** @param {number} block @returns {Promise<LTPayload>} */
   async function inflate(block) {
     const node = document.getElementById(`lt-p${block}`);
     if (!node) throw new Error(`block ${block} is missing from the file`);
-    const stream = new Blob([bytesOf(node.textContent)]).stream().pipeThrough(new DecompressionStream("gzip"));
-    return JSON.parse(await new Response(stream).text());
+    return unpack(node);
+  }
+
+  // A kernel's source map: a block of its own (lt-o<block>), appended when the run closed or by
+  // `lower-trace report` (writer.add_source_map). undefined: not computed (yet); null: none.
+  /** @param {number} block @returns {Promise<LTOriginsData|null|undefined>} */
+  async function sourceMap(block) {
+    const node = document.getElementById(`lt-o${block}`);
+    if (!node) return undefined;
+    try { return await unpack(node); } catch { return undefined; } // torn by a killed writer
   }
 
   // Recently inflated payloads (promises, so two callers share one inflate); bounded.
@@ -74,7 +89,7 @@ const LTBlocks = (() => {
       opened.set(summary.id, kernel);
       return kernel;
     }
-    const parts = await Promise.all([payload(summary.block), ...(summary.refs || []).map((ref) => payload(ref))]);
+    const [origins, ...parts] = await Promise.all([sourceMap(summary.block), payload(summary.block), ...(summary.refs || []).map((ref) => payload(ref))]);
     const sources = parts.map((part) => part.snapshots);
     const has = Object.prototype.hasOwnProperty;
     const snap = (/** @type {string} */ digest) => {
@@ -82,7 +97,10 @@ const LTBlocks = (() => {
       for (const source of sources) if (has.call(source, digest)) return source[digest];
       return "";
     };
-    const kernel = { ...summary, steps: parts[0].steps, error: parts[0].error || summary.error, snap, origins: parts[0].origins || null, deviceStage: parts[0].device || null };
+    const kernel = {
+      ...summary, steps: parts[0].steps, error: parts[0].error || summary.error, snap, origins: origins || null,
+      originsMissing: origins === undefined && Boolean(parts[0].spans), deviceStage: parts[0].device || null,
+    };
     opened.set(summary.id, kernel);
     while (opened.size > OPENED) opened.delete(opened.keys().next().value);
     return kernel;

@@ -5,11 +5,23 @@
 // The source map on the page: every IR or source line that has an origin carries its place (a
 // line of the user's program) as data-o, with one colour per place. Pointing at a line lights its
 // place in the source pane and every shown line from the same place; clicking a line of the
-// source pane keeps them lit and lists what each pass did to them.
+// source pane keeps them lit and lists what each pass did to them. An origin inferred from where a
+// line sits in a diff (a guess, not a fact of the IR) is drawn in its place's colour, dimmer.
 const LTOrigins = (() => {
   const { el } = LTText;
-  const colour = (/** @type {number} */ place) => `hsl(${Math.round((place * 137.508) % 360)}, 70%, 45%)`;
+  const GUESSED = 0.4;  // the opacity of a guessed origin's colour
+  const colour = (/** @type {number} */ place, guess = false) => `hsl(${Math.round((place * 137.508) % 360)} 70% 45% / ${guess ? GUESSED : 1})`;
   const base = (/** @type {string} */ path) => path.split(/[\\/]/).pop() || path;
+  // How an origin was found (analysis/origins.py): facts, then "guess" ("inherited" in older traces).
+  const isGuess = (/** @type {string} */ how) => how === "guess" || how === "inherited";
+  /** @type {Object<string, string>} */
+  const HOW = {
+    operands: "the tile op whose buffers it uses",
+    call: "the call of TileLang's own code",
+    body: "the loop or branch built around its lowering",
+    allocation: "the buffer's allocation",
+    error: "the line the error names",
+  };
 
   /** The origin numbers of a text's lines, or null. @param {any} kernel @param {string} digest */
   function linesOf(kernel, digest) {
@@ -26,8 +38,8 @@ const LTOrigins = (() => {
     const [place, how, library] = data.table[id];
     let text = `from ${placeText(data, place)}`;
     if (library) text += ` (via ${base(library[0])}:${library[1]})`;
-    if (how === "span") return text;
-    return how === "call" ? `${text}, the call of TileLang's own code` : `${text}, inherited`;
+    if (isGuess(how)) return `${text}, inferred (from where the line sits in a pass's diff)`;
+    return HOW[how] ? `${text}, ${HOW[how]}` : text;
   }
 
   /** Mark node as line `number` (1-based) of the text `digest`. */
@@ -37,10 +49,12 @@ const LTOrigins = (() => {
     const id = lines[number - 1];
     if (id === undefined || id < 0) return;
     const data = kernel.origins;
-    const place = data.table[id][0];
+    const [place, how] = data.table[id];
+    const guess = isGuess(how);
     node.dataset.o = String(place);
     node.classList.add("o");
-    node.style.setProperty("--o", colour(place));
+    node.classList.toggle("o-guess", guess);
+    node.style.setProperty("--o", colour(place, guess));
     node.title = label(data, id);
   }
 
@@ -92,10 +106,11 @@ const LTOrigins = (() => {
    */
   function sourcePane(kernel, select, failing) {
     const data = kernel && kernel.origins;
-    if (!data) return null;
+    if (!data) return kernel && kernel.originsMissing ? missing() : null;
     const box = el("section", "source-pane");
     const bar = box.appendChild(el("div", "toolbar"));
-    bar.appendChild(el("span", "label", "your source: point at any line of the IR or the source to see where it comes from; click a line here to keep its lines lit"));
+    bar.appendChild(el("span", "label", "your source: point at any line of the IR or the source to see where it comes from (dimmer: inferred); click a line here to keep its lines lit"));
+    keepClear(box);
     const failed = failingPlaces(kernel, failing);
     const byPlace = new Map(data.places.map(([file, line], place) => [`${file}:${line}`, place]));
     const events = box.appendChild(el("div", "line-history"));
@@ -129,6 +144,28 @@ const LTOrigins = (() => {
       });
     }
     return box;
+  }
+
+  // A kernel with spans whose source map is not in the file: the run was killed before it closed,
+  // or its end left the map out to finish in time.
+  function missing() {
+    const run = location.protocol === "file:" ? decodeURIComponent(location.pathname).replace(/\/[^/]*$/, "") : "RUN";
+    const note = el("p", "hint source-map-missing", "source map: run ");
+    note.appendChild(el("code", "", `lower-trace report ${run}`));
+    note.appendChild(document.createTextNode(" to add it"));
+    return note;
+  }
+
+  // What is scrolled into view in the pane's scroller (a header, a pinned line, "see the picture
+  // below") lands below the sticky pane, however tall a pinned line's history makes it.
+  /** @param {HTMLElement} box */
+  function keepClear(box) {
+    if (typeof ResizeObserver === "undefined") return;
+    const watch = new ResizeObserver(() => {
+      if (!box.isConnected) { watch.disconnect(); return; } // the pane was replaced
+      box.parentElement.style.scrollPaddingTop = `${box.offsetHeight + 12}px`;
+    });
+    watch.observe(box);
   }
 
   /**
@@ -200,5 +237,5 @@ const LTOrigins = (() => {
     if (top < box.scrollTop || top + line.offsetHeight > box.scrollTop + box.clientHeight) box.scrollTop = top - box.clientHeight / 2;
   }
 
-  return { mark, pre, markDiff, sourcePane, linesOf };
+  return { mark, pre, markDiff, sourcePane, linesOf, isGuess, colour };
 })();

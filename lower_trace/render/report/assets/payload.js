@@ -107,7 +107,9 @@
  * @property {string} source  digests of snapshots
  * @property {string} ptx
  * @property {string} sass
- * @property {Object<string, number[]>} cuda  per line of "ptx" / "sass": its CUDA line (0: none)
+ * @property {string} source_name  the compiled file's name (the SASS pane's column names it)
+ * @property {{ptx?: number[]}} cuda  per line of the PTX: its CUDA line (0: none)
+ * @property {Array<[number, number, number]>} sass_rows  the SASS pane's rows (page.sass_rows): [line index in the SASS, CUDA line (0: none), nvcc's line where the instruction was moved off it (0: not)]
  * @property {string} error
  */
 
@@ -117,7 +119,8 @@
  * @property {LTStep[]} steps  page.kernel_steps
  * @property {Object<string, string>} snapshots  the texts no earlier block carried, by digest
  * @property {LTError|null} error
- * @property {LTOriginsData} [origins]  the source map (render/report/origins_data.py), absent without spans
+ * @property {true} [spans]  its snapshots carry source spans: it has a source map, in a block of its own (#lt-o<block>:
+ *   base64 of gzip of LTOriginsData or null, writer.ReportWriter.add_source_map), appended when the run closed
  * @property {LTDevice} [device]  the device stage, absent without one
  */
 
@@ -197,7 +200,8 @@
 
 /**
  * A kernel opened in the page: its summary with its steps, full error and snapshot texts (blocks.open).
- * @typedef {Omit<LTKernelSummary, "error" | "steps"> & {steps: LTStep[], error: LTError|null, snap: (digest: string) => string, origins?: LTOriginsData|null, deviceStage?: LTDevice|null}} LTKernel
+ * originsMissing: it has spans but its source map is not in the file (a killed run, or one left out at exit).
+ * @typedef {Omit<LTKernelSummary, "error" | "steps"> & {steps: LTStep[], error: LTError|null, snap: (digest: string) => string, origins?: LTOriginsData|null, originsMissing?: boolean, deviceStage?: LTDevice|null}} LTKernel
  */
 
 /**
@@ -227,7 +231,10 @@
 /**
  * A kernel's source map (render/report/origins_data.py): per snapshot or generated source (by
  * digest) an origin number per line (-1: none); origins are [place, how, [library file, line]|null];
- * places are [file number, line] of the user's program.
+ * places are [file number, line] of the user's program. how (analysis/origins.py): "span" (the
+ * statement's own span), "operands" (the tile op whose buffers it uses), "call" (TileLang's own
+ * code called from that line), "body" (a loop or branch built around its lowering), "allocation",
+ * "error" -- facts -- or "guess" (inferred from where the line sits in a diff; older traces: "inherited").
  * @typedef {Object} LTOriginsData
  * @property {string[]} files
  * @property {Array<[number, number]>} places

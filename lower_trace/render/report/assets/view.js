@@ -233,24 +233,65 @@ const LTView = (() => {
     if (device.error) box.appendChild(el("p", "hint", device.error));
     box.appendChild(el("div", "meta mono", device.command));
     const panes = el("div", "panes");
-    for (const which of /** @type {Array<"ptx"|"sass">} */ (["ptx", "sass"])) {
-      const digest = device[which];
-      if (!digest) continue;
-      const view = irView(kernel.snap(digest), which === "ptx" ? "PTX (nvcc)" : "SASS (nvdisasm -c -gi)", null, { kernel, digest });
-      view.classList.add(`device-${which}`);
+    if (device.ptx) {
+      const view = irView(kernel.snap(device.ptx), "PTX (nvcc)", null, { kernel, digest: device.ptx });
+      view.classList.add("device-ptx");
       const pre = view.querySelector("pre.ir");
-      if (pre && !pre.querySelector("span.ln")) pre.replaceWith(linedPre(kernel.snap(digest)));  // no source map: lines all the same
-      const cuda = device.cuda[which] || [];
+      if (pre && !pre.querySelector("span.ln")) pre.replaceWith(linedPre(kernel.snap(device.ptx)));  // no source map: lines all the same
+      const cuda = device.cuda.ptx || [];
       view.querySelectorAll("pre.ir > span.ln").forEach((span, i) => {
-        const line = cuda[i];
-        if (!line) return;
-        const node = /** @type {HTMLElement} */ (span);
-        node.dataset.cu = String(line);
-        node.title = `CUDA line ${line}` + (node.title ? `\n${node.title}` : "");
+        if (cuda[i]) titleCuda(/** @type {HTMLElement} */ (span), cuda[i], 0);
       });
       panes.appendChild(view);
     }
+    if (device.sass) panes.appendChild(sassView(kernel, device));
     box.appendChild(panes);
+    return box;
+  }
+
+  /** Give a listing's line its CUDA line (and nvcc's, where the instruction was moved off it) as data-cu and title. */
+  function titleCuda(/** @type {HTMLElement} */ node, /** @type {number} */ line, /** @type {number} */ nvcc) {
+    node.dataset.cu = String(line);
+    const moved = nvcc ? `\nnvcc's line table says line ${nvcc}, which cannot have made this instruction` : "";
+    node.title = `CUDA line ${line}${moved}` + (node.title ? `\n${node.title}` : "");
+  }
+
+  // nvdisasm pads the address to the opcode for a predicate ("@!UP0 ") most lines lack: 12 spaces
+  // fewer keep the opcodes in one column in a narrower pane.
+  const narrow = (/** @type {string} */ text) => text.replace(/^(\/\*[0-9a-f]+\*\/)( +)/, (_, address, pad) => address + pad.slice(Math.min(12, pad.length - 1)));
+
+  // The SASS pane: nvdisasm's instructions and labels (its //## File records are not rows), each
+  // instruction with its CUDA file:line as a column; one moved off nvcc's line (analysis/device/
+  // attribution.py) shows nvcc's beside it. A row's origin is its listing line's in the source map.
+  /** @param {LTKernel} kernel @param {LTDevice} device */
+  function sassView(kernel, device) {
+    const text = kernel.snap(device.sass);
+    const lines = LTDiff.splitLines(text);
+    const box = el("section", "ir-box device-sass");
+    const bar = el("div", "toolbar");
+    bar.appendChild(el("span", "label", "SASS (nvdisasm -c -gi): instructions, each with the CUDA line it comes from"));
+    const copy = bar.appendChild(copyButton("copy", text));
+    copy.title = "nvdisasm's whole listing, line records included";
+    box.appendChild(bar);
+    const column = (/** @type {number} */ line) => (line ? `${device.source_name}:${line}` : "");
+    const secondary = (/** @type {number} */ nvcc) => (nvcc ? ` (nvcc: ${nvcc})` : "");
+    const width = Math.max(0, ...device.sass_rows.map(([, line, nvcc]) => column(line).length + secondary(nvcc).length));
+    const pre = el("pre", "ir lined");
+    device.sass_rows.forEach(([index, line, nvcc], n) => {
+      if (n) pre.appendChild(document.createTextNode("\n"));
+      const row = el("span", "ln");
+      const where = row.appendChild(el("span", "sass-cu", column(line)));
+      if (nvcc) where.appendChild(el("span", "sass-nvcc", secondary(nvcc)));
+      where.appendChild(document.createTextNode(" ".repeat(width - column(line).length - secondary(nvcc).length)));
+      row.appendChild(document.createTextNode("  "));
+      const instruction = row.appendChild(el("span", "sass-text"));
+      marked(instruction, narrow(lines[index] === undefined ? "" : lines[index].trim()));
+      if (!line) row.classList.add("sass-label");
+      LTOrigins.mark(row, kernel, device.sass, index + 1);
+      if (line) titleCuda(row, line, nvcc);
+      pre.appendChild(row);
+    });
+    box.appendChild(pre);
     return box;
   }
 
