@@ -15,10 +15,19 @@ FIXTURES = os.path.join(TESTING, "fixtures")  # traces written by real compiles,
 CHROMIUM = "/usr/bin/chromium"
 
 
+NOT_INSTALLED = "the lower-trace command is not installed for this Python: install lower-trace (pip install '.[test]')"
+
+
 def lower_trace_cli():
-    """The installed console script, next to this interpreter."""
+    """The installed console script, next to this interpreter. A test that needs it and runs
+    where lower-trace is not installed fails with what to do, not with a TypeError."""
     path = os.path.join(os.path.dirname(sys.executable), "lower-trace")
-    return path if os.path.exists(path) else shutil.which("lower-trace")
+    found = path if os.path.exists(path) else shutil.which("lower-trace")
+    if found is None:
+        import pytest
+
+        pytest.fail(NOT_INSTALLED, pytrace=False)
+    return found
 
 
 def pythonpath():

@@ -26,7 +26,7 @@ from lower_trace.capture.sink import KernelListener
 from lower_trace.capture.worker import Worker
 from lower_trace.config import Config
 from lower_trace.model import EditOutcome, EditStatus, KernelEnd, KernelStart, KernelStatus, KernelTrace, Note, ReproSpec, RunInfo, to_json
-from lower_trace.store.layout import REPORT, REPRO, new_run_dir, script_dir_of
+from lower_trace.store.layout import REPORT, REPRO, TRACER_FAULTS, new_run_dir, script_dir_of
 from lower_trace.store.paths import script_name
 from lower_trace.store.writer import TraceWriter
 from lower_trace.text_safety import plural, short_path
@@ -151,10 +151,29 @@ class TraceRun:
         self.messages.say(outcome.message(kernel), once=f"edit:{outcome.path}", group=f"edit:{kind}", more=more, label=kernel)
 
     def tracer_fault(self, exc: BaseException) -> None:
+        kept = self._keep_traceback(exc)
+        where = f"; its traceback is in {kept}: please report it" if kept else ""
         self.messages.say(
-            f"internal error, tracing continues without it ({type(exc).__name__}: {exc}); your compile is not affected",
+            f"internal error, tracing continues without it ({type(exc).__name__}: {exc}){where}; your compile is not affected",
             once=f"fault:{type(exc).__name__}",
         )
+
+    def _keep_traceback(self, exc: BaseException) -> str:
+        """Append the fault's traceback to the run's tracer-faults.txt: a fault said once on stderr
+        still leaves every occurrence, with where it happened, to report. "" when it cannot be written."""
+        import traceback
+
+        if self.writer is None:
+            return ""
+        path = os.path.join(self.run_dir, TRACER_FAULTS)
+        try:
+            os.makedirs(self.run_dir, exist_ok=True)  # a fault may come before the first record made it
+            with open(path, "a", encoding="utf-8") as out:
+                out.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+                out.writelines(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        except OSError:
+            return ""
+        return path
 
     def _disk_fault(self, exc: BaseException) -> None:
         self.writer = None

@@ -171,7 +171,10 @@ class TerminalRenderer:
             command = f"lower-trace repro {where} -k {printable(record.kernel)} -p {record.seq} -o FOLDER"
             self._line(c("bold", f"       its input was kept: `{command}` writes a reproducer"))
         if record.status is PassStatus.FAILED and before:
-            self._failing_ir(record, before, _failure_origins(kernel, before, snapshot))
+            origins, problem = _failure_origins(kernel, before, snapshot)
+            if problem:  # said, not hidden: the IR still shows, without its lines' origins
+                self._line(c("dim", f"       (the source map of this IR could not be worked out: {printable(problem)}; please report it)"))
+            self._failing_ir(record, before, origins)
         if show_diffs and record.status is PassStatus.CHANGED:
             self._diff(before, after)
 
@@ -238,11 +241,12 @@ class TerminalRenderer:
             self._line(line)
 
 
-def _failure_origins(kernel: KernelTrace | None, text: str, snapshot: Snapshots) -> Origins | None:
-    """The origins of a failed pass's input (None without spans). Computed only for a failure;
-    a damaged trace shows the IR without them."""
+def _failure_origins(kernel: KernelTrace | None, text: str, snapshot: Snapshots) -> tuple[Origins | None, str]:
+    """The origins of a failed pass's input (None without spans), and what went wrong working
+    them out ("" when nothing did). Computed only for a failure; a damaged trace shows the IR
+    without them, and says why."""
     if kernel is None:
-        return None
+        return None, ""
 
     def spans_of(digest: str) -> str:
         try:
@@ -252,9 +256,9 @@ def _failure_origins(kernel: KernelTrace | None, text: str, snapshot: Snapshots)
 
     try:
         result = kernel_origins(kernel, lambda digest: snapshot(digest) or "", spans_of)
-    except Exception:  # a view helper: the IR still shows without origins
-        return None
-    return result.texts.get(text) if result.has_spans else None
+    except Exception as exc:  # a view helper: the IR still shows without origins
+        return None, f"{type(exc).__name__}: {exc}"
+    return (result.texts.get(text) if result.has_spans else None), ""
 
 
 def _text_lines(text: str) -> list[str]:

@@ -49,6 +49,7 @@ SNAPSHOTS = "snapshots.jsonl"
 IR = "ir.jsonl"  # pass inputs as TVM's JSON, for reproducers and replay
 REPRO = "repro"  # a run's reproducers: one folder per failed pass
 REPORT = "report.html"
+TRACER_FAULTS = "tracer-faults.txt"  # the tracebacks of the tracer's own faults, for a bug report
 EDITS = "edits"
 PYTEST_DIR = "pytest"  # under the trace root: `pytest --lower-trace` keeps a folder per test in it
 

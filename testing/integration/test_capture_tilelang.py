@@ -253,6 +253,11 @@ def test_a_failing_printer_warns_once_and_compiles_the_same_kernel(monkeypatch, 
     assert traced_source == untraced
     err = capsys.readouterr().err
     assert err.count("internal error") == 1 and "printer exploded" in err
+    # The one line names the file that keeps every occurrence's traceback, for a bug report.
+    (faults,) = tmp_path.glob("*/run-*/tracer-faults.txt")
+    assert str(faults) in err and "please report it" in err, err
+    kept = faults.read_text()
+    assert "Traceback (most recent call last)" in kept and "RuntimeError: printer exploded" in kept and "in broken" in kept
 
 
 @pytest.mark.parametrize("name", ["gemm", "flash_attention"])

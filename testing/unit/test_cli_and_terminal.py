@@ -351,3 +351,20 @@ def test_list_says_what_became_of_each_compile(tmp_path, capsys):
     assert main(["show", str(run_dir), "-k", "killed", "--color", "never"]) == 0
     header = capsys.readouterr().out.splitlines()[0]
     assert header.endswith("[c]  1 pass, 1 changed, did not finish")
+
+
+def test_a_source_map_that_cannot_be_worked_out_is_said_and_the_failing_ir_still_shows(monkeypatch):
+    from lower_trace.render import terminal
+
+    def broken(*args, **kwargs):
+        raise KeyError("lost snapshot")
+
+    monkeypatch.setattr(terminal, "kernel_origins", broken)
+    kernel = KernelTrace(
+        kernel_id="k1",
+        name="k",
+        passes=(PassRecord(kernel="k1", seq=0, name="p", status=PassStatus.FAILED, before="b", error=ErrorInfo("E", "boom", "tb")),),
+    )
+    text = render(kernel, {"b": "x = 2\n"}.get)
+    assert "the source map of this IR could not be worked out: KeyError: 'lost snapshot'" in text
+    assert "x = 2" in text  # the IR the pass received, without origins

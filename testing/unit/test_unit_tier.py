@@ -38,3 +38,17 @@ def test_the_unit_tier_imports_no_compiler_and_no_browser():
     modules = [name for name in os.listdir(UNIT) if name.startswith("test_") and name.endswith(".py")]
     assert int(count) >= len(modules) - 1 + 2  # every test module (one may skip itself), and both conftests
     assert heavy == "[]", f"the unit tier imported {heavy}"
+
+
+def test_a_missing_console_script_says_how_to_install(monkeypatch, tmp_path):
+    """Where lower-trace is not installed, a test that runs its command fails saying what to
+    install (it once died on a TypeError in subprocess.run([None, ...]))."""
+    import sys
+
+    import pytest
+    import support
+
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(pytest.fail.Exception, match=r"install lower-trace \(pip install '\.\[test\]'\)"):
+        support.lower_trace_cli()
