@@ -28,7 +28,7 @@ import pytest
 pytest.importorskip("tilelang")
 pytest.importorskip("tilelang.instrumentation")  # the 0.1.15 capture path is the one measured
 
-from support import TESTING  # noqa: E402
+from support import TESTING
 
 # Set 2026-12-03 (issue 29) from the counts in the comments, with room for what is not creep
 # (timings' digits, TileLang's own names), never for one more print per pass.

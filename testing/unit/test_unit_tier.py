@@ -46,6 +46,7 @@ def test_a_missing_console_script_says_how_to_install(monkeypatch, tmp_path):
     import sys
 
     import pytest
+
     import support
 
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
