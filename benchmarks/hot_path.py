@@ -81,7 +81,7 @@ def steps(args) -> None:
 
     import lower_trace
     from lower_trace.capture import naming, passes, run, session, snapshots, tracker, worker
-    from lower_trace.integrations import tvm_ir, tvm_print
+    from lower_trace.integrations import pass_origin, tvm_ir, tvm_print
     from lower_trace.render import live
     from lower_trace.store import layout, writer
 
@@ -101,7 +101,7 @@ def steps(args) -> None:
     ]:
         for name in names:
             timer.wrap(owner, name)
-    for module, name, users in [(naming, "call_sites", [tvm_ir]), (tvm_ir, "_equal_functions", []), (tvm_print, "same_parts", [tvm_ir])]:
+    for module, name, users in [(naming, "call_sites", [pass_origin]), (tvm_ir, "_equal_functions", []), (tvm_print, "same_parts", [tvm_ir])]:
         timer.wrap(module, name)
         for user in users:
             setattr(user, name, getattr(module, name))

@@ -295,6 +295,25 @@ def parse_mode_loosely(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in _FALSY
 
 
+def seed_default_mode() -> str:
+    """The mode the seed's enable() (startup/seed_shims.py) takes when given none: TL_LOWER_TRACE's
+    value when it holds anything but off (TileLang's own rule), else html."""
+    value = os.environ.get(ENV_MODE)
+    return value if value is not None and parse_mode_loosely(value) else "html"
+
+
+def switch_is_on(name: str) -> bool:
+    """Whether the on/off variable `name` says on (1/on/true/yes), read now, not at import: the
+    startup takeover asks for TL_LOWER_TRACE_BUILTIN, which a program may set before TileLang's import."""
+    return is_truthy(os.environ.get(name))
+
+
+def cuda_home_folders() -> tuple[str, ...]:
+    """Where a CUDA toolkit may be installed, in the order searched: CUDA_HOME, CUDA_PATH (those set), /usr/local/cuda."""
+    named = (os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""))
+    return (*(folder for folder in named if folder), "/usr/local/cuda")
+
+
 def hide_mode_variable() -> Callable[[], None]:
     """Remove TL_LOWER_TRACE from the environment; returns the function that puts it back."""
     saved = os.environ.pop(ENV_MODE, None)

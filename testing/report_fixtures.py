@@ -8,7 +8,8 @@ import os
 import time
 
 import lower_trace
-from lower_trace.model import ErrorInfo, PassRecord, PassStatus, RunInfo, to_json
+from lower_trace.model import ErrorInfo, PassRecord, PassStatus, RunInfo
+from lower_trace.model_json import to_json
 from lower_trace.render.report.from_trace import write_report
 from lower_trace.store.layout import digest_of
 from lower_trace.store.writer import TraceWriter

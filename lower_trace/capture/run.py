@@ -19,13 +19,15 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from lower_trace.capture.faults import Guard
 from lower_trace.capture.gate import PassGate
 from lower_trace.capture.messages import Messages
 from lower_trace.capture.ports import CodegenAlias, Ports, WorkingCopies
 from lower_trace.capture.sink import KernelListener
 from lower_trace.capture.worker import Worker
 from lower_trace.config import Config
-from lower_trace.model import EditOutcome, EditStatus, KernelEnd, KernelStart, KernelStatus, KernelTrace, Note, ReproSpec, RunInfo, to_json
+from lower_trace.model import EditOutcome, EditStatus, KernelEnd, KernelStart, KernelStatus, KernelTrace, Note, ReproSpec, RunInfo
+from lower_trace.model_json import to_json
 from lower_trace.store.layout import REPORT, REPRO, TRACER_FAULTS, new_run_dir, script_dir_of
 from lower_trace.store.paths import script_name
 from lower_trace.store.writer import TraceWriter
@@ -69,6 +71,7 @@ class TraceRun:
             versions={},
         )
         self.writer: TraceWriter | None = TraceWriter(self.run_dir, self.info) if config.writes_trace else None
+        self.faults = Guard(self.tracer_fault)
         self.worker = Worker(self.tracer_fault, on_idle=self._flush, threaded=spare_core())
         # Working copies of the generated source live beside the runs (they outlive them).
         copies, alias = self.ports.working_copies, self.ports.codegen_alias
@@ -310,13 +313,12 @@ class TraceRun:
         failed = kernel.status is KernelStatus.FAILED
         for step in kernel.codegen:
             if step.edit_status is EditStatus.PATCHED and step.edit_path:
-                try:
-                    edits.compiled(step.edit_path, failed, texts.get(step.source) if step.source else None)
-                except OSError as exc:
-                    self.edits_fault(exc)
-                    return
-                except Exception as exc:
-                    self.tracer_fault(exc)
+                with self.faults:
+                    try:
+                        edits.compiled(step.edit_path, failed, texts.get(step.source) if step.source else None)
+                    except OSError as exc:  # the working copies' disk: edits are off, not a tracer fault
+                        self.edits_fault(exc)
+                        return
 
     def _call(self, listener: KernelListener, method: str, *args: Any) -> Any:
         try:

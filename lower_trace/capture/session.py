@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lower_trace.capture.failures import error_info, interruption
+from lower_trace.capture.faults import Guard
 from lower_trace.capture.ir_adapter import Identity, IRAdapter, Module
 from lower_trace.capture.passes import OpenPass, PassLog
 from lower_trace.capture.sink import TraceSink
@@ -49,6 +50,7 @@ current_codegen: ContextVar[ActiveCodegen | None] = ContextVar("lower_trace_code
 class CompileSession:
     def __init__(self, run: TraceSink, ir: IRAdapter, entry: str = "", edits: bool = True) -> None:
         self.run = run
+        self.faults = Guard(self.tracer_fault)  # a fault in the tracer's own work: one warning, the compile goes on
         self.edits_enabled = edits  # working copies for this compile's generated source
         self.attached = False  # an integration's tracker is on the current PassContext
         self.ir = ir
@@ -96,29 +98,21 @@ class CompileSession:
         if self.edits_enabled and self.run.edits is not None:
             # The TIR as handed to lowering tells kernel variants apart (edits need it at codegen
             # time): printed here, once; the first pass's snapshot reuses it.
-            try:
-                text = self.ir.print_ir(mod)
-                ref = SnapshotRef(digest_of(text))
-                identity = self.ir.identity(mod)
-            except Exception as exc:  # a faulty printer: no variant key, the compile goes on
-                self.tracer_fault(exc)
-            else:
+            printed = self.faults.call(self._print_initial, mod)  # None: a faulty printer, no variant key
+            if printed is not None:
+                text, ref, identity = printed
                 self.initial_text = text
                 self.worker.submit(lambda: self.snapshots.store_text(text))
                 self.snapshots.remember(identity, ref)
                 self.snapshots.spans_of(identity, ref)
         self.target = context.target
-        try:
+        with self.faults:
             self.context = self.ir.replay_context()
-        except Exception as exc:
-            self.tracer_fault(exc)
         # With the TIR, the target and pass configs make the variant: they change the code too.
         configs = context.pass_configs
         self.variant_config = "; ".join([f"target={self.target}", *(f"{k}={configs[k]}" for k in sorted(configs, key=str))])
-        try:
+        with self.faults:
             self.stack = self.ir.user_stack()
-        except Exception as exc:
-            self.tracer_fault(exc)
         problem = self.ir.spans_problem()
         if problem:
             self.run.note(
@@ -135,6 +129,10 @@ class CompileSession:
             now=self.replay,
             stack=self.stack,
         )
+
+    def _print_initial(self, mod: Module) -> tuple[str, SnapshotRef, Identity]:
+        text = self.ir.print_ir(mod)
+        return text, SnapshotRef(digest_of(text)), self.ir.identity(mod)
 
     # --- pass events (the compiler's hot path) ---------------------------------------
 
@@ -257,15 +255,11 @@ class CompileSession:
         (edits/working_copies.py): for CUDA/HIP inside TileLang's post-processing callback,
         which runs before any compiler sees the code; for C, by replacing the source module.
         """
-        try:
-            self._open_kernel(mod)
-            tir = self.snapshots.of(mod)
-            seq = self._next_seq()
-            guessed_role, language, target_text = self.ir.codegen_info(function, target)
-            role = role or guessed_role
-        except Exception as exc:
-            self.tracer_fault(exc)
+        opened = self.faults.call(self._codegen_start, function, mod, target)
+        if opened is None:  # a tracer fault: the compile runs untraced
             return call()
+        tir, seq, guessed_role, language, target_text = opened
+        role = role or guessed_role
         if target_text and (role == "device" or not self.target):
             self.target = target_text  # the device's target; a host-only build's own
         active = ActiveCodegen(self, role, language, seq=seq)
@@ -283,7 +277,7 @@ class CompileSession:
             current_codegen.reset(token)
         ms = (time.perf_counter() - started) * 1000.0
         step = dict(seq=seq, role=role, function=function, target=target_text, language=language, ms=ms)
-        try:
+        with self.faults:
             mapping = (function, mod, target, self.ir.codegen_configs())  # the line map's, made on the worker
             source = self.ir.module_source(result)
             if active.edit is None and language == "c" and self.edits_enabled and self.run.edits is not None and source:
@@ -293,9 +287,15 @@ class CompileSession:
             if active.edit is not None:
                 source = active.edit[0].compile_text
             self.worker.submit(lambda: self._write_codegen(step, tir, source, active.edit, None, mapping))
-        except Exception as exc:
-            self.tracer_fault(exc)
         return result
+
+    def _codegen_start(self, function: str, mod: Module, target: Any) -> tuple[SnapshotRef, int, str, str, str]:
+        """The codegen's TIR snapshot, its seq, and (role, language, target) as the adapter reads them."""
+        self._open_kernel(mod)
+        tir = self.snapshots.of(mod)
+        seq = self._next_seq()
+        role, language, target_text = self.ir.codegen_info(function, target)
+        return tir, seq, role, language, target_text
 
     def edit_source(self, active: ActiveCodegen, generated: str) -> str:
         """The source to compile instead of `generated`: the user's edit when PATCHED."""
@@ -308,18 +308,21 @@ class CompileSession:
                 self.kernel_name, self.signature, active.role, active.language, generated, tir=self.initial_text, config=self.variant_config,
             )
 
-        try:
-            outcome = decide()
-            alias = self.run.edit_alias
-            if alias is not None:  # enable(codegen_output=PATH): PATH may be this copy too
-                outcome = alias.sync(active.role, outcome, decide)
-                if alias.note:
-                    self.run.note(alias.note, once="codegen-output")
-        except OSError as exc:
-            self.run.edits_fault(exc)
-            return generated
-        except Exception as exc:
-            self.tracer_fault(exc)
+        def settle() -> EditOutcome | None:
+            try:
+                outcome = decide()
+                alias = self.run.edit_alias
+                if alias is not None:  # enable(codegen_output=PATH): PATH may be this copy too
+                    outcome = alias.sync(active.role, outcome, decide)
+                    if alias.note:
+                        self.run.note(alias.note, once="codegen-output")
+            except OSError as exc:  # the working copies' disk: edits are off, not a tracer fault
+                self.run.edits_fault(exc)
+                return None
+            return outcome
+
+        outcome = self.faults.call(settle)
+        if outcome is None:
             return generated
         active.edit = (outcome, generated)
         self._edits.append(outcome)
@@ -359,11 +362,8 @@ class CompileSession:
         if not tir_text:
             return ""
         function, mod, target, configs = mapping
-        try:
-            lines = self.ir.codegen_line_map(function, mod, target, configs, source, tir_text)
-        except Exception as exc:  # no line map: the source is shown without origins
-            self.tracer_fault(exc)
-            return ""
+        # A fault: no line map, the source is shown without origins.
+        lines = self.faults.call(self.ir.codegen_line_map, function, mod, target, configs, source, tir_text)
         return self.snapshots.store_text(lines) if lines else ""
 
     # --- end of compile ----------------------------------------------------------------
@@ -425,10 +425,8 @@ class CompileSession:
         """The user's files this kernel's spans name, as they are now (once per run). Without spans,
         the call site's file: most often the kernel's own. The stack's other files (drivers, test
         runners) are not kept: nothing shows them but their frames."""
-        try:
-            paths = self.snapshots.user_files() or [file for file, _, _ in self.stack[-1:]]
-        except Exception as exc:
-            self.tracer_fault(exc)
+        paths = self.faults.call(lambda: self.snapshots.user_files() or [file for file, _, _ in self.stack[-1:]])
+        if paths is None:
             return
         for path in paths:
             text = self.run.read_source(path)
@@ -451,33 +449,32 @@ class CompileSession:
         Sequential, or its arguments could not be written down), the innermost enclosing pass that
         Python can build, on that pass's input. Returns the reproducer's folder ("" when none
         could be written). Never raises."""
-        failing = ordered[-1]
         if not self.run.config.writes_trace:
             return ""  # nowhere to write one (terminal mode without a folder): spend nothing on it
-        try:
-            problem = self.ir.json_problem()
-            if problem:
-                self.run.note(f"{problem}: failed passes get no reproducer in this run", once="json")
-                return ""
-            by_seq = {p.seq: p for p in ordered}
-            chain = [failing]  # the failing pass and the passes it is nested in, innermost first
-            while chain[-1].parent in by_seq and len(chain) <= len(ordered):
-                chain.append(by_seq[chain[-1].parent])  # type: ignore[index]
-            builds = [(p, self.ir.pass_build(p.name, p.call, by_seq[p.parent].name if p.parent in by_seq else "")) for p in chain]  # type: ignore[index]
-            runs, build = next(((p, b) for p, b in builds if isinstance(b, PassBuild)), builds[0])
-            why = ""
-            if not isinstance(build, PassBuild):
-                why = build  # nothing can be built: the script looks the failing pass up by name, and says why
-                build = PassBuild(failing.name, f"find_pass({failing.name!r})")
-            elif runs is not failing:
-                why = f"{builds[0][1]}, so this runs the pass it is nested in, {runs.name}."
-            self._keep_json(failing)
-            text = self._keep_json(runs)
-            spec = ReproSpec(failing.name, (build,), self.kernel_name, dict(self.context), dict(self.run.info.versions), failure, why)
-            return self.run.write_reproducer(self.kernel_id, failing.seq, failing.name, spec, text)
-        except Exception as exc:
-            self.tracer_fault(exc)
+        return self.faults.call(self._write_reproducer, ordered, failure) or ""
+
+    def _write_reproducer(self, ordered: list[OpenPass], failure: ErrorInfo) -> str:
+        failing = ordered[-1]
+        problem = self.ir.json_problem()
+        if problem:
+            self.run.note(f"{problem}: failed passes get no reproducer in this run", once="json")
             return ""
+        by_seq = {p.seq: p for p in ordered}
+        chain = [failing]  # the failing pass and the passes it is nested in, innermost first
+        while chain[-1].parent in by_seq and len(chain) <= len(ordered):
+            chain.append(by_seq[chain[-1].parent])  # type: ignore[index]
+        builds = [(p, self.ir.pass_build(p.name, p.call, by_seq[p.parent].name if p.parent in by_seq else "")) for p in chain]  # type: ignore[index]
+        runs, build = next(((p, b) for p, b in builds if isinstance(b, PassBuild)), builds[0])
+        why = ""
+        if not isinstance(build, PassBuild):
+            why = build  # nothing can be built: the script looks the failing pass up by name, and says why
+            build = PassBuild(failing.name, f"find_pass({failing.name!r})")
+        elif runs is not failing:
+            why = f"{builds[0][1]}, so this runs the pass it is nested in, {runs.name}."
+        self._keep_json(failing)
+        text = self._keep_json(runs)
+        spec = ReproSpec(failing.name, (build,), self.kernel_name, dict(self.context), dict(self.run.info.versions), failure, why)
+        return self.run.write_reproducer(self.kernel_id, failing.seq, failing.name, spec, text)
 
     def _keep_json(self, open_pass: OpenPass) -> str:
         """The TVM JSON of a pass's input, stored in the trace (its `input`)."""

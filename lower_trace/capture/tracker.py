@@ -10,15 +10,14 @@ user's compile, so a tracer fault becomes one warning instead.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
+from lower_trace.capture.faults import guarded
 from lower_trace.capture.session import OpenPass
 
 # TVM's objects (an IRModule, a PassInfo) are untyped here: typings/tvm types TVM as Any.
 IRModule = Any
 PassInfo = Any
-T = TypeVar("T")
 
 
 class PassEvents(Protocol):
@@ -34,6 +33,7 @@ class PassEvents(Protocol):
 class PassTracker:
     def __init__(self, session: PassEvents) -> None:
         self.session = session
+        self._fault = session.tracer_fault  # every callback is guarded(): a fault is one warning, never the compile's exception
         self._stack: list[OpenPass | None] = []  # open passes, outermost first (None: one whose start faulted)
 
     def enter_pass_ctx(self) -> None:
@@ -46,11 +46,11 @@ class PassTracker:
             # The exception on its way out of this PassContext: a caller may swallow it (TileLang's
             # grouped compile keeps it per config and goes on), so finish() may never hear of it.
             error = sys.exc_info()[1]
-            self._guard(self.session.passes_interrupted, [frame for frame in open_passes if frame is not None], error)
+            guarded(self._fault, self.session.passes_interrupted, [frame for frame in open_passes if frame is not None], error)
 
     def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
         parent = next((frame for frame in reversed(self._stack) if frame is not None), None)
-        frame = self._guard(self.session.pass_started, mod, info.name, len(self._stack), parent)
+        frame = guarded(self._fault, self.session.pass_started, mod, info.name, len(self._stack), parent)
         self._stack.append(frame)
 
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
@@ -58,14 +58,7 @@ class PassTracker:
             return
         frame = self._stack.pop()
         if frame is not None:
-            self._guard(self.session.pass_finished, frame, mod)
-
-    def _guard(self, func: Callable[..., T], *args: object) -> T | None:
-        try:
-            return func(*args)
-        except Exception as exc:  # the tracer must never break the compile
-            self.session.tracer_fault(exc)
-            return None
+            guarded(self._fault, self.session.pass_finished, frame, mod)
 
 
 class GatedTracker(PassTracker):
@@ -74,5 +67,5 @@ class GatedTracker(PassTracker):
 
     def should_run(self, mod: IRModule, info: PassInfo) -> bool:
         parent = next((frame for frame in reversed(self._stack) if frame is not None), None)
-        decided = self._guard(self.session.should_run, mod, info.name, len(self._stack), parent)
+        decided = guarded(self._fault, self.session.should_run, mod, info.name, len(self._stack), parent)
         return True if decided is None else bool(decided)  # a tracer fault never skips a pass

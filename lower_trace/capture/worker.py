@@ -23,6 +23,8 @@ import os
 import threading
 from collections.abc import Callable
 
+from lower_trace.capture.faults import guarded_job
+
 Job = Callable[[], object]  # what a job returns is ignored
 _BATCH = 64  # queued jobs that wake the worker even when none is urgent
 _BACKLOG = 4096  # bounded: a compile far ahead of its printer waits rather than hoarding memory
@@ -55,7 +57,7 @@ class Worker:
     def submit(self, job: Job, urgent: bool = False) -> None:
         """Run job after every job submitted before it (now, unless threaded)."""
         if not self.threaded or self._closed or not self._ensure_thread():
-            self._run(job)  # no thread to be had (interpreter shutting down): run it here
+            guarded_job(self._on_fault, job)  # no thread to be had (interpreter shutting down): run it here
             self._idle()
             return
         jobs = self._jobs
@@ -88,7 +90,7 @@ class Worker:
         if thread is not None and thread.is_alive():
             thread.join()
         while self._jobs:  # a thread that never started, or a fork's leftovers
-            self._run(self._jobs.popleft())
+            guarded_job(self._on_fault, self._jobs.popleft())
         self._idle()
 
     def _signal(self) -> None:
@@ -118,10 +120,10 @@ class Worker:
             return True
 
     def _loop(self) -> None:
-        jobs = self._jobs
+        jobs, on_fault = self._jobs, self._on_fault
         while True:
             while jobs:
-                self._run(jobs.popleft())
+                guarded_job(on_fault, jobs.popleft())  # a job's fault must never reach the compile
             self._idle()
             with self._lock:
                 if not jobs:
@@ -134,10 +136,4 @@ class Worker:
 
     def _idle(self) -> None:
         if self._on_idle is not None:
-            self._run(self._on_idle)
-
-    def _run(self, job: Job) -> None:
-        try:
-            job()
-        except Exception as exc:  # a fault here must never reach the compile
-            self._on_fault(exc)
+            guarded_job(self._on_fault, self._on_idle)

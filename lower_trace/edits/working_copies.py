@@ -1,16 +1,7 @@
 """Edit the generated source and rerun: a working copy per kernel variant, three-way safe.
 
-Layout, beside the runs of a script::
-
-    {trace_dir}/{script}/edits/
-        index.json                  working copy -> kernel, buffers, role, variant (format 2)
-        index.log                   changes since index.json was written (folded in now and then)
-        gemm.cu                     the working copy of the first variant: yours to edit
-        gemm-3fa9c1.cu              another variant's (other constants, tiles, shapes, configs)
-        .baseline/gemm.cu           what codegen produced when the working copy was last synced
-        .variants/<hash>.tir        the TIR of one version of the kernel's code (to tell variants apart)
-        gemm.cu.<stamp>.edit        your edit, kept when a conflict or a reset replaced it
-        gemm.cu.<stamp>.base        the baseline that edit was made against
+The files (index, copies, baselines, stored TIRs, edits set aside) are edit_folder.py's;
+this module is the policy: which copy a variant uses, and the decision carried out on it.
 
 Which working copy a compile uses is decided from the kernel's TIR as handed to
 lowering, with the target and pass configs (variants.py): the same TIR is the same
@@ -27,27 +18,16 @@ back. Pure Python; no tvm import.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import fcntl
-import json
 import os
-import time
-from collections.abc import Iterator
 
 from lower_trace.edits.decision import decide
+from lower_trace.edits.edit_folder import EditFolder
 from lower_trace.edits.entries import Group, IndexEntry, left_behind, text_digest
 from lower_trace.edits.variants import Alignment, Variant, align, analyse, source_skeleton, tell_apart
 from lower_trace.model import CopyState, EditOutcome, StaleReason, WorkingCopy
-from lower_trace.store.files import write_atomically
-from lower_trace.store.layout import EDITS
 from lower_trace.store.paths import safe_component
 
-BASELINE = ".baseline"
-VARIANTS = ".variants"
-INDEX = "index.json"
-JOURNAL = "index.log"
-FORMAT = 2  # 1 (no "format" key): {"kernel|signature|role": {file, kernel, role, language}}
 EXTENSIONS = {"cuda": ".cu", "hip": ".hip", "c": ".c", "metal": ".metal", "wgsl": ".wgsl", "python": ".py"}
 SUCCESSOR_SIMILARITY = 0.5  # changed code takes over a variant's copy only if it is mostly that code
 _HISTORY = 8  # older codes remembered per working copy
@@ -63,7 +43,8 @@ class EditStore:
     """
 
     def __init__(self, script_dir: str) -> None:
-        self.root = os.path.join(script_dir, EDITS)
+        self.files = EditFolder(script_dir)
+        self.root = self.files.root
         self._copies: dict[str, IndexEntry] = {}  # file -> entry
         self._by_variant: dict[tuple[Group, str], str] = {}
         self._groups: dict[Group, list[str]] = {}  # files in creation order
@@ -78,86 +59,28 @@ class EditStore:
         self._fresh: set[str] = set()  # copies (re)read from the files by the refresh in progress
         self._edited: dict[str, set[str]] = {}  # kernel -> its edited copies (the siblings hint)
         self._legacy_base: dict[str, str | None] = {}
-        self._stamp: tuple[_Stat | None, _Stat | None] | None = None
-        self._journal_at = 0  # bytes of index.log read
-        self._journal_lines = 0
-        self._rewrite = False  # the index on disk is in the old format: write it whole
         self._order = 0
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        """Two processes tracing the same script take turns deciding."""
-        os.makedirs(os.path.join(self.root, BASELINE), exist_ok=True)
-        with open(os.path.join(self.root, ".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-
-    # --- the index: index.json, plus index.log appended since ------------------------
+    # --- the index in memory, brought up to date with the files -------------------------
 
     def _refresh(self) -> None:
         """Bring what this process knows up to date with the files (a stat when nothing changed)."""
-        stamp = (_stat(os.path.join(self.root, INDEX)), _stat(os.path.join(self.root, JOURNAL)))
-        if stamp == self._stamp:
+        changes = self.files.changes()
+        if changes is None:
             return
-        old = self._stamp
-        # Only lines appended to the same index.log since: read those; else read it all again.
-        journal, was = stamp[1], old[1] if old is not None else None
-        grown = old is not None and stamp[0] == old[0] and journal is not None
-        grown = grown and (was is None or (journal is not None and journal[0] == was[0] and journal[1] >= self._journal_at))
-        if not grown:
-            self._load_index()
-        self._read_journal()
-        self._stamp = (stamp[0], _stat(os.path.join(self.root, JOURNAL)))
+        if changes.reloaded:
+            self._copies, self._by_variant, self._groups, self._links, self._open = {}, {}, {}, {}, {}
+            self._projections = {}
+        for name, entry in changes.entries:
+            self._apply(name, entry)
+        if changes.journal:
+            self._projections = {}  # another process's changes
         # The codes the group has now, as read (not each step of the journal), and not made by this run.
         for name in self._fresh - self._made:
             entry = self._copies.get(name)
             if entry is not None and entry.variant:
                 self._prior.add((entry.group, entry.skeleton))
         self._fresh.clear()
-
-    def _load_index(self) -> None:
-        self._copies, self._by_variant, self._groups, self._links, self._open = {}, {}, {}, {}, {}
-        self._projections = {}
-        self._journal_at, self._journal_lines, self._rewrite = 0, 0, False
-        try:
-            with open(os.path.join(self.root, INDEX), encoding="utf-8") as handle:
-                data = json.load(handle)
-        except (OSError, ValueError):
-            data = {}
-        if not isinstance(data, dict):
-            data = {}
-        if "format" in data:
-            copies = data.get("copies")
-            for name, entry in (copies.items() if isinstance(copies, dict) else ()):
-                self._apply(name, IndexEntry.parse(name, entry))
-        else:  # format 1: one copy per kernel, signature and role; they become copies to match
-            self._rewrite = bool(data)
-            for order, (key, entry) in enumerate(sorted(data.items(), key=lambda item: str(item[0])), start=-len(data)):
-                migrated = IndexEntry.migrate(key, entry, order)
-                if migrated is not None:
-                    self._apply(*migrated)
-
-    def _read_journal(self) -> None:
-        try:
-            with open(os.path.join(self.root, JOURNAL), "rb") as handle:
-                handle.seek(self._journal_at)
-                data = handle.read()
-        except OSError:
-            return
-        end = data.rfind(b"\n") + 1  # a torn last line (a killed process) is not read
-        for line in data[:end].splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and isinstance(record.get("file"), str):
-                self._apply(record["file"], IndexEntry.parse(record["file"], record.get("entry")))
-                self._journal_lines += 1
-                self._projections = {}  # another process's changes
-        self._journal_at += end
 
     def _apply(self, name: str, entry: IndexEntry | None) -> None:
         """Take one entry into memory (None: one that was not well formed, skipped)."""
@@ -188,23 +111,7 @@ class EditStore:
         self._order = max(self._order, entry.order + 1, entry.taken + 1)
 
     def _save(self, name: str) -> None:
-        """Record one changed entry: a line appended, or the whole index now and then."""
-        if self._rewrite or self._journal_lines >= max(64, len(self._copies)):
-            payload = {"format": FORMAT, "copies": {name: entry.to_json() for name, entry in self._copies.items()}}
-            _write(os.path.join(self.root, INDEX), json.dumps(payload, indent=1, sort_keys=True) + "\n")
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(os.path.join(self.root, JOURNAL))
-            self._journal_at, self._journal_lines, self._rewrite = 0, 0, False
-        else:
-            line = json.dumps({"file": name, "entry": self._copies[name].to_json()}, sort_keys=True) + "\n"
-            path = os.path.join(self.root, JOURNAL)
-            with open(path, "ab") as handle:
-                if handle.tell() > self._journal_at:  # someone's torn line: end it first
-                    line = "\n" + line
-                handle.write(line.encode("utf-8", "surrogatepass"))
-                self._journal_at = handle.tell()
-            self._journal_lines += 1
-        self._stamp = (_stat(os.path.join(self.root, INDEX)), _stat(os.path.join(self.root, JOURNAL)))
+        self.files.save(name, self._copies)
 
     # --- which working copy a variant uses ----------------------------------------------
 
@@ -323,7 +230,7 @@ class EditStore:
 
     def _legacy_baseline(self, name: str) -> str | None:
         if name not in self._legacy_base:
-            self._legacy_base[name] = _read(os.path.join(self.root, BASELINE, name))
+            self._legacy_base[name] = self.files.read_baseline(name)
         return self._legacy_base[name]
 
     def _new_name(self, group: Group, variant: Variant) -> str:
@@ -367,9 +274,7 @@ class EditStore:
         if reference is not None and self._ref_text(reference) is not None:
             return reference
         reference = variant.text_key
-        path = os.path.join(self.root, VARIANTS, f"{reference}.tir")
-        if not os.path.exists(path):
-            _write(path, variant.text)
+        self.files.store_tir(reference, variant.text)
         self._ref_texts[reference] = variant.text
         self._ref_of[variant.skeleton] = reference
         return reference
@@ -378,7 +283,7 @@ class EditStore:
         if not reference:
             return None
         if reference not in self._ref_texts:
-            self._ref_texts[reference] = _read(os.path.join(self.root, VARIANTS, f"{reference}.tir"))
+            self._ref_texts[reference] = self.files.read_tir(reference)
         return self._ref_texts[reference]
 
     def _constants(self, entry: IndexEntry) -> tuple[str, ...] | None:
@@ -400,7 +305,7 @@ class EditStore:
         together they say which variant this is (one variant per signature without them).
         """
         variant = analyse(tir, config)
-        with self._locked():
+        with self.files.locked():
             self._refresh()
             name = self._variant_file(Group(kernel, signature, role, language), variant, latest)
             outcome = self._decide(name, latest)
@@ -413,21 +318,19 @@ class EditStore:
 
     def _decide(self, name: str, latest: str) -> EditOutcome:
         """The three-way decision (decision.py) on this copy's files, carried out."""
-        working_path = os.path.join(self.root, name)
-        baseline_path = os.path.join(self.root, BASELINE, name)
-        working = _read(working_path)
-        baseline = _read(baseline_path)
+        working = self.files.read_copy(name)
+        baseline = self.files.read_baseline(name)
         self._legacy_base.pop(name, None)
         decision = decide(working, baseline, latest)
         backup = base = ""
         if decision.set_aside and working is not None:
-            backup, base = self._set_aside(name, working, baseline or "")
+            backup, base = self.files.set_aside(name, working, baseline or "")
         if decision.write_baseline:
-            _write(baseline_path, latest)
+            self.files.write_baseline(name, latest)
         if decision.write_copy:
-            _write(working_path, latest)
+            self.files.write_copy(name, latest)
         compiled = working if decision.compiles_edit and working is not None else latest
-        return EditOutcome(decision.status, working_path, compiled, backup, base, created=decision.created)
+        return EditOutcome(decision.status, self.files.copy_path(name), compiled, backup, base, created=decision.created)
 
     def compiled(self, path: str, failed: bool, text: str | None = None) -> None:
         """A compile that used the edit in `path` (PATCHED) ended: remember a failure in the index,
@@ -435,13 +338,13 @@ class EditStore:
         name = os.path.basename(path)
         if os.path.dirname(os.path.abspath(path)) != os.path.abspath(self.root):
             return
-        with self._locked():
+        with self.files.locked():
             self._refresh()
             entry = self._copies.get(name)
             if entry is None:
                 return
             if text is None:
-                text = _read(path)
+                text = self.files.read_copy(name)  # `path` is in this folder (checked above)
             digest = text_digest(text) if text is not None else ""
             mark = digest if failed else ("" if entry.failed == digest else entry.failed)
             if mark != entry.failed:
@@ -452,27 +355,15 @@ class EditStore:
         """The kernel's other edited copies; read once per run, then kept up to date here."""
         if kernel not in self._edited:
             mine = [f for f, e in self._copies.items() if e.kernel == kernel]
-            self._edited[kernel] = {f for f in mine if self._state(f, _read(os.path.join(self.root, f))) is CopyState.EDITED}
+            self._edited[kernel] = {f for f in mine if self._state(f, self.files.read_copy(f)) is CopyState.EDITED}
         found = sorted(self._edited[kernel] - {name}, key=lambda f: self._copies[f].order if f in self._copies else 0)
-        return tuple(os.path.join(self.root, f) for f in found)
+        return tuple(self.files.copy_path(f) for f in found)
 
     def _state(self, name: str, working: str | None) -> CopyState:
         """The working copy's text against its baseline."""
         if working is None:
             return CopyState.MISSING
-        return CopyState.EDITED if working != _read(os.path.join(self.root, BASELINE, name)) else CopyState.AS_GENERATED
-
-    def _set_aside(self, name: str, edit: str, base: str) -> tuple[str, str]:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        backup = os.path.join(self.root, f"{name}.{stamp}.edit")
-        n = 1
-        while os.path.exists(backup):
-            n += 1
-            backup = os.path.join(self.root, f"{name}.{stamp}-{n}.edit")
-        base_path = backup[: -len(".edit")] + ".base"
-        _write(backup, edit)
-        _write(base_path, base)
-        return backup, base_path
+        return CopyState.EDITED if working != self.files.read_baseline(name) else CopyState.AS_GENERATED
 
     # --- listing and reset ---------------------------------------------------------------
 
@@ -485,7 +376,7 @@ class EditStore:
         - CODE_CHANGED: the kernel's code changed and this variant has not been compiled since
           (entries.left_behind): the copy belongs to no code compiled any more.
         """
-        if not os.path.isdir(self.root):
+        if not self.files.exists():
             return []
         self._refresh()
         out = []
@@ -499,10 +390,10 @@ class EditStore:
                 if any(g.signature == group.signature for g in others):  # the same buffers in another language
                     parts.append(f"for {group.language}")
                 parts.append(told.get(name, "") if entry.variant else "from an older lower-trace, not matched to a variant yet")
-                working = _read(os.path.join(self.root, name))
+                working = self.files.read_copy(name)
                 stale = StaleReason.FAILED if entry.failed and working is not None and text_digest(working) == entry.failed else None
                 out.append(WorkingCopy(
-                    *group, file=name, path=os.path.join(self.root, name), state=self._state(name, working),
+                    *group, file=name, path=self.files.copy_path(name), state=self._state(name, working),
                     variant="; ".join(p for p in parts if p), stale=stale or (StaleReason.CODE_CHANGED if name in behind else None),
                 ))
         out = _tell_rows_apart(out, self._copies)
@@ -515,18 +406,18 @@ class EditStore:
         name, with or without extension. Returns (path, backup) pairs.
         """
         done = []
-        with self._locked():
+        with self.files.locked():
             for copy in self.entries():
                 if kernel not in (copy.kernel, copy.file, os.path.splitext(copy.file)[0]):
                     continue
-                baseline = _read(os.path.join(self.root, BASELINE, copy.file))
+                baseline = self.files.read_baseline(copy.file)
                 if baseline is None:
                     continue
-                working = _read(copy.path)
+                working = self.files.read_copy(copy.file)
                 backup = ""
                 if working is not None and working != baseline:
-                    backup, _ = self._set_aside(copy.file, working, baseline)
-                _write(copy.path, baseline)
+                    backup, _ = self.files.set_aside(copy.file, working, baseline)
+                self.files.write_copy(copy.file, baseline)
                 done.append((copy.path, backup))
         return done
 
@@ -545,27 +436,3 @@ def _tell_rows_apart(rows: list[WorkingCopy], copies: dict[str, IndexEntry]) -> 
             row = dataclasses.replace(row, variant="; ".join(p for p in (row.variant, f"variant {key[:10]}" if key else "") if p))
         out.append(row)
     return out
-
-
-_Stat = tuple[int, int, int]  # inode, size, mtime: what tells a changed index file
-
-
-def _stat(path: str) -> _Stat | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-
-
-def _write(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_atomically(path, text, errors="surrogateescape")

@@ -17,6 +17,7 @@ from tilelang import instrumentation as tl_instr
 from lower_trace.capture.session import CompileSession
 from lower_trace.capture.sink import GetRun, TraceSink
 from lower_trace.integrations.nvcc.tilelang_device import DeviceCapture
+from lower_trace.integrations.source_hooks import SourceHooks
 from lower_trace.integrations.tilelang_common import (
     LIBRARY_DIRS,
     PHASE_OF_FUNCTION,
@@ -25,7 +26,8 @@ from lower_trace.integrations.tilelang_common import (
     restore_kernel_cache,
     versions,
 )
-from lower_trace.integrations.tvm_ir import TVMIR, SourceHooks, instrument_for
+from lower_trace.integrations.tvm_driver import instrument_for
+from lower_trace.integrations.tvm_ir import TVMIR
 
 TOOL_NAME = "lower-trace"
 

@@ -32,6 +32,7 @@ from lower_trace.capture.session import CompileSession
 from lower_trace.capture.sink import GetRun
 from lower_trace.integrations.nvcc.tilelang_device import DeviceCapture
 from lower_trace.integrations.patching import Patches
+from lower_trace.integrations.source_hooks import SourceHooks
 from lower_trace.integrations.tilelang_common import (
     LIBRARY_DIRS,
     PHASE_OF_FUNCTION,
@@ -40,7 +41,8 @@ from lower_trace.integrations.tilelang_common import (
     restore_kernel_cache,
     versions,
 )
-from lower_trace.integrations.tvm_ir import SKIP_DIRS, TVMIR, GlobalFunctions, SourceHooks, run_traced
+from lower_trace.integrations.tvm_driver import SKIP_DIRS, GlobalFunctions, run_traced
+from lower_trace.integrations.tvm_ir import TVMIR
 
 # Before 0.1.15 TileLang's frontend puts no spans on the statements it builds.
 NO_SPANS = f"TileLang {getattr(tilelang, '__version__', '')} keeps no source spans on its IR (0.1.15 does)"

@@ -7,7 +7,8 @@ from typing import Any, TextIO
 
 from lower_trace.analysis.compare import Comparison, config_difference
 from lower_trace.analysis.configs import config_changes
-from lower_trace.model import KernelTrace, PassRecord, PassStatus, to_json
+from lower_trace.model import KernelTrace, PassRecord, PassStatus
+from lower_trace.model_json import to_json
 from lower_trace.render.json_view import pass_ref
 from lower_trace.render.terminal import TerminalRenderer, printable
 from lower_trace.text_safety import headline, plural

@@ -11,7 +11,8 @@ from lower_trace.analysis import text_diff
 from lower_trace.analysis.blame import BlamedLine, PatternHistory
 from lower_trace.analysis.configs import typed_configs
 from lower_trace.analysis.timing import ir_lines, kernel_timing, run_timing
-from lower_trace.model import CodegenRecord, KernelTrace, PassRecord, PassStatus, Trace, to_json
+from lower_trace.model import CodegenRecord, KernelTrace, PassRecord, PassStatus, Trace
+from lower_trace.model_json import to_json
 from lower_trace.render.listing import state_counts
 from lower_trace.render.terminal import kernel_state
 

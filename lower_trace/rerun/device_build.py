@@ -22,7 +22,8 @@ from lower_trace.device_model import DeviceRecord
 from lower_trace.integrations.nvcc import build
 from lower_trace.integrations.nvcc.tilelang_flags import tilelang_nvcc_flags
 from lower_trace.integrations.nvcc.toolchain import ToolMissing, require, tool_version
-from lower_trace.model import CodegenRecord, KernelTrace, Trace, to_json
+from lower_trace.model import CodegenRecord, KernelTrace, Trace
+from lower_trace.model_json import to_json
 from lower_trace.store.layout import MANIFEST, digest_of
 from lower_trace.store.paths import safe_component
 from lower_trace.store.writer import TraceWriter

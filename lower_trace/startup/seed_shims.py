@@ -16,11 +16,10 @@ in ``edits/``. ``TL_LOWER_TRACE_BUILTIN=1`` keeps TileLang's own.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
-from lower_trace.config import ENV_MODE, parse_mode_loosely
+from lower_trace.config import parse_mode_loosely, seed_default_mode
 from lower_trace.integrations.builtin_tracer import ENV_BUILTIN
 
 _UNSET: Any = object()
@@ -42,7 +41,7 @@ def enable(*, mode: Any = _UNSET, trace_dir: Any = _UNSET, codegen_output: Any =
 
     _say_once()
     if mode is _UNSET:
-        mode = os.environ.get(ENV_MODE, "") if parse_mode_loosely(os.environ.get(ENV_MODE)) else "html"
+        mode = seed_default_mode()
     if mode is None or not parse_mode_loosely(str(mode)):
         api.disable()
         return

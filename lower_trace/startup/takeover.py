@@ -8,7 +8,6 @@ from Python before that import, it keeps the module TileLang's own too: the benc
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -18,13 +17,13 @@ from lower_trace.integrations.builtin_tracer import ENV_BUILTIN, MODULE, ORIGINA
 def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
     """Called by the startup hook's finder for MODULE: import it with take_over() run right after
     (unless TL_LOWER_TRACE_BUILTIN=1 is set by now: then it stays TileLang's own)."""
-    from lower_trace.config import is_truthy
+    from lower_trace.config import switch_is_on
     from lower_trace.integrations import post_import
 
     for finder in list(sys.meta_path):
         if type(finder).__name__ == "LowerTraceTakeover":
             sys.meta_path.remove(finder)  # once is enough
-    if is_truthy(os.environ.get(ENV_BUILTIN)):
+    if switch_is_on(ENV_BUILTIN):
         return None
     post_import.when_imported(MODULE, take_over)
     return post_import.find_spec(name, path, target)

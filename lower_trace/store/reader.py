@@ -23,10 +23,8 @@ from lower_trace.model import (
     PassStatus,
     RunInfo,
     Trace,
-    codegen_from_json,
-    pass_from_json,
-    run_from_json,
 )
+from lower_trace.model_json import codegen_from_json, pass_from_json, run_from_json
 from lower_trace.store.layout import FORMAT_VERSION, IR, MANIFEST, SNAPSHOTS, SnapshotUnpacker, TraceNotFound, find_run_dir, unpack_ir
 from lower_trace.text_safety import plural
 

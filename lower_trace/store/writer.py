@@ -8,7 +8,8 @@ import threading
 import weakref
 from typing import Any
 
-from lower_trace.model import RunInfo, to_json
+from lower_trace.model import RunInfo
+from lower_trace.model_json import to_json
 from lower_trace.store.layout import FORMAT_VERSION, IR, MANIFEST, SNAPSHOTS, SnapshotPacker, pack_ir
 
 _OPEN: weakref.WeakSet[TraceWriter] = weakref.WeakSet()

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import zlib
 
 import pytest
@@ -216,13 +217,16 @@ def test_jit_compile_of_c_kernels_is_traced_and_runs(tmp_path, tilelang):
     assert torch.equal(c, a * 3)
     trace = lower_trace.load_trace(run.run_dir)
     assert [k.name for k in trace.kernels] == ["vector_add", "scale"]
-    for kernel in trace.kernels:
+    # The kernels' own statements (kernels.py: C[i] = A[i] + B[i]; C[i] = A[i] * 3.0), as C writes them.
+    statements = {"vector_add": "C[i]=A[i]+B[i];", "scale": "C[i]=A[i]*3.000000e+00f;"}
+    for kernel, jit in zip(trace.kernels, (add, scale), strict=True):
         assert kernel.status is KernelStatus.OK and kernel.entry == kernel.name  # named by TileLang's JIT session
         assert kernel.target == "c"
         (codegen,) = kernel.codegen
         assert codegen.language == "c" and codegen.function == "target.build.tilelang_c"
         source = trace.snapshot(codegen.source)
-        assert "A[i] + B[i]" in source or "A[i]" in source
+        assert source == jit.get_kernel_source()  # the source TileLang compiled, as TileLang gives it
+        assert statements[kernel.name] in re.sub(r"[\s()]", "", source)
 
 
 def test_unwritable_trace_dir_warns_once_and_compiles_the_same_kernel(tmp_path, lower_cuda, capsys):
@@ -239,6 +243,7 @@ def test_unwritable_trace_dir_warns_once_and_compiles_the_same_kernel(tmp_path, 
     assert "your compile goes on" in err
 
 
+@pytest.mark.tracer_fault_expected
 def test_a_failing_printer_warns_once_and_compiles_the_same_kernel(monkeypatch, tmp_path, lower_cuda, capsys):
     from lower_trace.integrations import tvm_ir
 

@@ -317,7 +317,8 @@ def test_run_reports_the_scripts_exception_as_python_does(tmp_path):
 
 
 def _write_states(run_dir):
-    from lower_trace.model import RunInfo, to_json
+    from lower_trace.model import RunInfo
+    from lower_trace.model_json import to_json
     from lower_trace.store.writer import TraceWriter
 
     writer = TraceWriter(str(run_dir), RunInfo(run_id="r", started=0.0, script="s"))

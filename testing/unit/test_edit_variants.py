@@ -136,7 +136,7 @@ def test_other_pass_configs_are_other_variants_and_the_listing_says_so(tmp_path)
 
 def test_a_sweep_costs_the_same_per_compile_however_many_variants(tmp_path, monkeypatch):
     """100 variants: a compile's cost (time, and files opened) does not grow with the count."""
-    from lower_trace.edits import working_copies as override
+    from lower_trace.edits import edit_folder  # every file the working copies open is opened there
 
     opened = []
     real_open = open
@@ -145,7 +145,7 @@ def test_a_sweep_costs_the_same_per_compile_however_many_variants(tmp_path, monk
         opened.append(args[0])
         return real_open(*args, **kwargs)
 
-    monkeypatch.setattr(override, "open", counting_open, raising=False)
+    monkeypatch.setattr(edit_folder, "open", counting_open, raising=False)
     configs = [(f"{1 + i // 4}.5", (4, 8, 16, 32)[i % 4]) for i in range(100)]
 
     def sweep():

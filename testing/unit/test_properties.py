@@ -38,7 +38,8 @@ def test_safe_component_keeps_different_names_apart(a, b):
 @settings(max_examples=60, deadline=None)
 @given(name=ANY_TEXT, text=ANY_TEXT)
 def test_store_round_trips_any_text(tmp_path_factory, name, text):
-    from lower_trace.model import PassRecord, PassStatus, RunInfo, to_json
+    from lower_trace.model import PassRecord, PassStatus, RunInfo
+    from lower_trace.model_json import to_json
     from lower_trace.store.layout import digest_of
     from lower_trace.store.writer import TraceWriter
 

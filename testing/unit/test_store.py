@@ -10,8 +10,8 @@ from lower_trace.model import (
     PassRecord,
     PassStatus,
     RunInfo,
-    to_json,
 )
+from lower_trace.model_json import to_json
 from lower_trace.store.layout import FORMAT_VERSION, TraceNotFound, digest_of, find_run_dir
 from lower_trace.store.reader import TraceDamaged, load_trace
 from lower_trace.store.writer import TraceWriter

@@ -9,6 +9,8 @@ import os
 import shutil
 import subprocess
 
+from lower_trace.config import cuda_home_folders
+
 # What to install when a tool is missing.
 _HOW_TO_GET = {
     "nvcc": "install the CUDA toolkit (nvcc) or put it on PATH",
@@ -27,9 +29,9 @@ def find_tool(name: str) -> str | None:
     found = shutil.which(name)
     if found:
         return found
-    for folder in (os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"):
+    for folder in cuda_home_folders():
         candidate = os.path.join(folder, "bin", name)
-        if folder and os.access(candidate, os.X_OK):
+        if os.access(candidate, os.X_OK):
             return candidate
     spec = importlib.util.find_spec("nvidia")
     for root in (spec.submodule_search_locations or []) if spec else []:

@@ -12,7 +12,8 @@ import os
 from typing import Any
 
 from lower_trace.analysis.compare import Comparison, compiled
-from lower_trace.model import KernelTrace, PassRecord, Trace, to_json
+from lower_trace.model import KernelTrace, PassRecord, Trace
+from lower_trace.model_json import to_json
 from lower_trace.render.compare_view import config_text, renaming_text
 from lower_trace.render.report.page import asset, block, escape_text, fill, json_for_script, page_rules
 from lower_trace.render.report.writer import pack

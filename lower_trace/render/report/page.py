@@ -25,7 +25,8 @@ from lower_trace.analysis.device.sass import ListingLine, shown_rows
 from lower_trace.analysis.device.summary import cuda_lines, listing_of
 from lower_trace.analysis.timing import BETWEEN, StepTime, kernel_totals
 from lower_trace.device_model import DeviceSummary
-from lower_trace.model import CodegenRecord, EditStatus, KernelState, KernelTrace, RunInfo, to_json
+from lower_trace.model import CodegenRecord, EditStatus, KernelState, KernelTrace, RunInfo
+from lower_trace.model_json import to_json
 from lower_trace.render import device_view, terminal
 
 # What the page's JS is made of, in the order it runs (each its own script element).

@@ -35,7 +35,8 @@ from collections.abc import Callable, Iterable
 
 from lower_trace.analysis.device.summary import summarize
 from lower_trace.analysis.timing import kernel_timing
-from lower_trace.model import KernelTrace, RunInfo, spans_key, to_json
+from lower_trace.model import KernelTrace, RunInfo, spans_key
+from lower_trace.model_json import to_json
 from lower_trace.render.report.origins_data import origins_payload
 from lower_trace.render.report.page import block as data_block
 from lower_trace.render.report.page import device_payload, json_for_script, kernel_steps, kernel_summary, page_head, pointer_page, snapshot_digests
