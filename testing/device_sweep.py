@@ -3,7 +3,9 @@ process: what the device-stage tests of the integration and browser tiers read. 
 sm_90a (the 128x256 one spills; warp specialisation pins both at 240 registers) and, with
 `ampere`, two for sm_80, where the tile decides the registers (64x64: fewer than 128x128)."""
 
+import base64
 import os
+import re
 import subprocess
 import sys
 
@@ -40,3 +42,25 @@ def traced_sweep(folder, ampere=True):
     trace = os.path.join(str(folder), "trace")
     run_python(SWEEP.replace("AMPERE", str(ampere)), folder, TL_LOWER_TRACE="html", TL_LOWER_TRACE_DIR=trace)
     return trace
+
+
+INSTRUCTION = re.compile(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")  # an instruction (group 1: its opcode), not .byte data
+
+
+def nvdisasm_table(trace, record, folder):
+    """nvcc's own line table, read here and not by lower-trace: nvdisasm -gi run on the binary the
+    trace holds; [(instruction text, CUDA line)] per instruction, the line the last record naming
+    the generated source gave."""
+    from lower_trace.integrations.nvcc.toolchain import find_tool
+
+    cubin = folder / "k.cubin"
+    cubin.write_bytes(base64.b64decode(trace.read_snapshot(record.binary)))
+    listing = subprocess.run([find_tool("nvdisasm"), "--print-code", "-gi", str(cubin)], capture_output=True, text=True, check=True).stdout
+    out, line = [], 0
+    for text in listing.splitlines():
+        for path, number in re.findall(r'"([^"]+)", line (\d+)', text):
+            if os.path.basename(path) == record.source_name:
+                line = int(number)
+        if INSTRUCTION.match(text):
+            out.append((text.strip(), line))
+    return out

@@ -300,15 +300,19 @@ _ATTRIBUTE_LINE = re.compile(r"\s*(?:with )?T\.attr\(")
 
 def _place_attributes(originals: list[Any], line_of_statement: dict[int, int], lines: list[str]) -> None:
     """Attributes print without a marker (one would change their text): an attribute's line is the
-    first ``T.attr(`` line after the statement printed before it (statements print in preorder), so
-    its generated lines (``tl::rasterization2DRow``) are not taken for the statement before it."""
+    first ``T.attr(`` line after the statement printed before it and before the next one printed
+    (statements print in preorder), so its generated lines (``tl::rasterization2DRow``) are not
+    taken for the statement before it. One walk back for the next printed lines, one forward."""
+    following: list[int] = [0] * (len(originals) + 2)
+    following[len(originals) + 1] = len(lines) + 1
+    for number in range(len(originals), 0, -1):
+        following[number] = line_of_statement.get(number, following[number + 1])
     previous = 0
     for number, stmt in enumerate(originals, start=1):
         if number in line_of_statement:
             previous = line_of_statement[number]
         elif isinstance(stmt, _UNMARKED):
-            following = min((line for n, line in line_of_statement.items() if n > number), default=len(lines) + 1)
-            for line in range(previous + 1, following):
+            for line in range(previous + 1, following[number + 1]):
                 if _ATTRIBUTE_LINE.match(lines[line - 1]):
                     line_of_statement[number] = previous = line
                     break

@@ -16,7 +16,7 @@ import pytest
 tilelang = pytest.importorskip("tilelang")
 pytest.importorskip("tilelang.instrumentation")  # 0.1.15: the CUDA callback compiles through compile_cuda
 
-from device_sweep import missing_tools, run_python, traced_sweep  # noqa: E402
+from device_sweep import missing_tools, nvdisasm_table, run_python, traced_sweep  # noqa: E402
 from lower_trace.integrations.nvcc.toolchain import find_tool  # noqa: E402
 from support import lower_trace_cli  # noqa: E402
 
@@ -99,16 +99,7 @@ def test_device_adds_sass_whose_line_records_are_nvdisasms(sweep, tmp_path):
     record = trace.kernels[0].device_stage
     assert record.sass
     # nvdisasm -gi on the binary the trace holds, run here: every instruction's last record naming the source
-    cubin = tmp_path / "k.cubin"
-    cubin.write_bytes(base64.b64decode(trace.read_snapshot(record.binary)))
-    listing = subprocess.run([find_tool("nvdisasm"), "--print-code", "-gi", str(cubin)], capture_output=True, text=True, check=True).stdout
-    expected, line = [], 0
-    for text in listing.splitlines():
-        for path, number in re.findall(r'"([^"]+)", line (\d+)', text):
-            if os.path.basename(path) == record.source_name:
-                line = int(number)
-        if re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?[A-Z]", text):  # an instruction, not .byte data
-            expected.append((text.strip(), line))
+    expected = nvdisasm_table(trace, record, tmp_path)
     out = subprocess.run([lower_trace_cli(), "show", sweep.path, "-k", kernel.kernel_id, "--sass", "--json"], capture_output=True, text=True, check=True)
     entries = [entry for entry in json.loads(out.stdout)["sass"] if entry.get("opcode")]
     # nvcc's own line: kept as nvcc_line where an instruction is moved off it (test_device_attribution.py)

@@ -5,7 +5,6 @@ Ground truth: nvdisasm -gi run here on the cubin the trace holds (nvcc's own lin
 instruction: the last record naming the compiled file), the generated CUDA's text (does a line
 call wgmma?) and the user's files (where T.gemm is)."""
 
-import base64
 import json
 import os
 import re
@@ -17,8 +16,7 @@ tilelang = pytest.importorskip("tilelang")
 pytest.importorskip("tilelang.instrumentation")
 
 import lower_trace  # noqa: E402
-from device_sweep import missing_tools, run_python  # noqa: E402
-from lower_trace.integrations.nvcc.toolchain import find_tool  # noqa: E402
+from device_sweep import INSTRUCTION, missing_tools, nvdisasm_table, run_python  # noqa: E402
 from support import ROOT, TESTING, lower_trace_cli  # noqa: E402
 
 if missing_tools():
@@ -37,7 +35,6 @@ with tvm.target.Target({{"kind": "cuda", "arch": "sm_90a"}}) as target:
 """
 # What only a line calling it can make (by SASS opcode): the calls as TileLang's CUDA names them.
 CALLS = {"HGMMA": "wgmma", "UTMALDG": "tma_load", "UTMASTG": "tma_store"}
-INSTRUCTION = re.compile(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
 
 
 @pytest.fixture(scope="module")
@@ -51,17 +48,7 @@ def traced(tmp_path_factory):
 
 def nvdisasm_lines(trace, record, folder):
     """[(opcode with modifiers, nvcc's CUDA line)] per instruction, from nvdisasm run here."""
-    cubin = folder / "k.cubin"
-    cubin.write_bytes(base64.b64decode(trace.read_snapshot(record.binary)))
-    listing = subprocess.run([find_tool("nvdisasm"), "--print-code", "-gi", str(cubin)], capture_output=True, text=True, check=True).stdout
-    out, line = [], 0
-    for text in listing.splitlines():
-        for path, number in re.findall(r'"([^"]+)", line (\d+)', text):
-            if os.path.basename(path) == record.source_name:
-                line = int(number)
-        if match := INSTRUCTION.match(text):
-            out.append((match.group(1), line))
-    return out
+    return [(INSTRUCTION.match(text).group(1), line) for text, line in nvdisasm_table(trace, record, folder)]
 
 
 def _shown(trace, kernel, *flags):

@@ -55,7 +55,7 @@ def write_report(run_dir: str, out_path: str | None = None, latest_link: str | N
 def moved_from(trace: Trace) -> tuple[str, str] | None:
     """(the script folder the trace was written in, the one it is in now) when it was moved or
     copied since, else None. The old one is read off the paths the records hold: a working copy
-    lives in <script folder>/edits/, a reproducer in <script folder>/<run id>/..."""
+    lives in the script folder's edits/, a reproducer under the script folder's run-id folder."""
     here = os.path.dirname(os.path.abspath(trace.path))
     marker = os.sep + trace.run.run_id + os.sep
     for kernel in trace.kernels:
