@@ -91,7 +91,7 @@ def steps(args) -> None:
         (session.CompileSession, ["pass_started", "pass_finished", "_record", "finish", "_hand_over", "_open_kernel", "codegen", "edit_source"]),
         (snapshots.Snapshots, ["of", "remember", "_print", "store_text"]),
         (passes.PassLog, ["write", "record", "_layouts"]),
-        (tvm_ir.TVMIR, ["identity", "same", "equivalent", "pass_origin", "read_layouts", "print_ir", "kernel_signature", "replay_context"]),
+        (tvm_ir.TVMIR, ["identity", "same", "equivalent", "pass_origin", "read_layouts", "print_ir", "kernel_signature", "replay_context", "codegen_line_map"]),
         (tvm_print.ReusingPrinter, ["__call__"]),
         (run.TraceRun, ["append_record", "store_snapshot", "_flush", "kernel_finished", "register_kernel"]),
         (worker.Worker, ["submit"]),
@@ -101,7 +101,14 @@ def steps(args) -> None:
     ]:
         for name in names:
             timer.wrap(owner, name)
-    for module, name, users in [(naming, "call_sites", [pass_origin]), (tvm_ir, "_equal_functions", []), (tvm_print, "same_parts", [tvm_ir])]:
+    from tvm.runtime import script_printer
+
+    for module, name, users in [
+        (naming, "call_sites", [pass_origin]),
+        (tvm_ir, "_equal_functions", []),
+        (tvm_print, "same_parts", [tvm_ir]),
+        (script_printer, "_script", []),  # TVM's printer itself (C++): the floor
+    ]:
         timer.wrap(module, name)
         for user in users:
             setattr(user, name, getattr(module, name))
@@ -111,6 +118,15 @@ def steps(args) -> None:
     with target:
         tilelang.lower(kernels.elementwise_add(), target=target)  # TileLang's first-use costs
     builds = builders(args.kernel, args.count)
+
+    def untraced() -> float:
+        started = clock()
+        for build in builds:
+            with target:
+                tilelang.lower(build(), target=target)
+        return clock() - started
+
+    before = untraced()
     with contextlib.redirect_stderr(io.StringIO()):
         lower_trace.enable(mode="html", trace_dir=tempfile.mkdtemp())
         started = clock()
@@ -119,10 +135,17 @@ def steps(args) -> None:
                 tilelang.lower(build(), target=target)
         lower_trace.disable()
         cpu = clock() - started
+    plain = (before + untraced()) / 2  # the same kernels untraced, before and after: the machine drifts
     n = len(builds)
-    print(f"{args.kernel} x{n}: {1e3 * cpu / n:.1f} CPU ms per traced kernel; exclusive ms per kernel:")
+    per = lambda seconds: 1e3 * seconds / n  # noqa: E731
+    measured = sum(timer.time.values())
+    printing = timer.time["tvm.runtime.script_printer._script"]
+    print(f"{args.kernel} x{n}: {per(cpu):.1f} CPU ms per traced kernel, {per(plain):.1f} untraced: +{per(cpu - plain):.1f} ms")
+    own, outside = per(measured - printing), per(cpu - plain - measured)
+    print(f"  of which TVM's printer {per(printing):.1f}, lower-trace's own Python {own:.1f}, outside the timed functions {outside:.1f}")
+    print("exclusive ms per kernel:")
     for label, spent in timer.time.most_common(40):
-        print(f"  {1e3 * spent / n:7.3f}  {timer.calls[label] / n:6.1f} calls  {label}")
+        print(f"  {per(spent):7.3f}  {timer.calls[label] / n:6.1f} calls  {label}")
 
 
 def _record_events(kernel: str):

@@ -3,7 +3,8 @@
 Everything else receives a frozen :class:`Config`. The variable names and values
 are the ones TileLang users already know from TileLang's own tracer:
 
-- ``TL_LOWER_TRACE``: ``terminal``, ``html``, ``both``; truthy ``1/on/true/yes``
+- ``TL_LOWER_TRACE``: ``terminal``, ``html``, ``both``, ``trace`` (the trace on disk only: no
+  report, nothing printed; what ``lower-trace regress`` runs its sides with); truthy ``1/on/true/yes``
   means ``html``; falsy ``0/off/false/no`` or unset means off.
 - ``TL_LOWER_TRACE_DIR``: where traces go (default ``./tmp/lower_trace_dir``).
 - ``TL_LOWER_TRACE_FILTER``: what the live terminal view prints, LLVM-style
@@ -26,10 +27,11 @@ ENV_FILTER = "TL_LOWER_TRACE_FILTER"
 ENV_REPLAY = "TL_LOWER_TRACE_REPLAY"
 ENV_BISECT = "TL_LOWER_TRACE_BISECT"  # set by lower-trace bisect in the processes it runs
 ENV_DEVICE = "TL_LOWER_TRACE_DEVICE"  # the device stage where TileLang compiles: on (default), sass, off
+ENV_CONFIGS = "TL_LOWER_TRACE_CONFIGS"  # pass configs forced on every compile (JSON object; lower-trace regress's sides)
 DEVICE_MODES = ("on", "sass", "off")
 DEFAULT_TRACE_DIR = os.path.join(".", "tmp", "lower_trace_dir")
 
-MODES = ("terminal", "html", "both")
+MODES = ("terminal", "html", "both", "trace")
 _TRUTHY = ("1", "on", "true", "yes")
 # Keep in step with startup/lower_trace_startup.pth, which checks these itself.
 _FALSY = ("", "0", "off", "false", "no")
@@ -139,6 +141,8 @@ class Config:
     replay: bool = False
     replay_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_REPLAY: said once
     bisect: BisectPlan | None = None  # which passes to run (lower-trace bisect's children only)
+    # Pass configs forced on every compile of the process (TL_LOWER_TRACE_CONFIGS, JSON object text): a side of lower-trace regress.
+    configs: str = ""
     # Where TileLang runs nvcc: "on" records PTX, binary and ptxas' resources; "sass" disassembles
     # at once too (nvdisasm: 0.3 s a kernel; else `lower-trace device` does it); "off" records nothing.
     device: str = "on"
@@ -167,7 +171,7 @@ class Config:
 
     @property
     def writes_trace(self) -> bool:
-        return self.writes_report or self.trace_dir_given
+        return self.writes_report or self.trace_dir_given or self.mode == "trace"
 
     @property
     def mode_setting(self) -> str:
@@ -195,6 +199,7 @@ def config_from_env(environ: Mapping[str, str] | None = None, origin: str = "env
         replay=replay,
         replay_error=replay_error,
         bisect=bisect_plan(env.get(ENV_BISECT)),
+        configs=forced_configs(env.get(ENV_CONFIGS)),
         device=device,
         device_error=device_error,
         filter_error=filter_error,
@@ -251,12 +256,31 @@ def bisect_plan(value: str | None) -> BisectPlan | None:
         raise ConfigError(f"{ENV_BISECT}={value!r} is not understood ({exc}); it is set by lower-trace bisect") from None
 
 
+def forced_configs(value: str | None) -> str:
+    """TL_LOWER_TRACE_CONFIGS: a JSON object of pass configs, as compact JSON text ("" for none);
+    ConfigError if it is not one (lower-trace regress writes it: a bad one is a bug to hear about)."""
+    if not value or not value.strip():
+        return ""
+    try:
+        data = json.loads(value)
+    except ValueError as exc:
+        raise ConfigError(f"{ENV_CONFIGS}={value!r} is not JSON ({exc}); write an object such as {{\"tl.disable_tma_lower\": true}}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{ENV_CONFIGS}={value!r} is not a JSON object; write one such as {{\"tl.disable_tma_lower\": true}}")
+    return json.dumps(data, sort_keys=True) if data else ""
+
+
 def _replay_from(env: Mapping[str, str]) -> tuple[bool, str]:
     """A bad TL_LOWER_TRACE_REPLAY costs no trace either: reported once, replay stays off."""
     try:
         return parse_switch(ENV_REPLAY, env.get(ENV_REPLAY)), ""
     except ConfigError as exc:
         return False, f"{exc}; passes are traced without replay inputs"
+
+
+def pytest_addopts() -> str:
+    """PYTEST_ADDOPTS as the user set it (lower-trace regress adds its plugin's options to it for a side)."""
+    return os.environ.get("PYTEST_ADDOPTS", "")
 
 
 def default_trace_dir() -> str:
@@ -276,6 +300,7 @@ def make_config(
         replay, replay_error = _replay_from(os.environ)
     base = Config(
         mode=parsed, live_filter=live_filter, filter_error=filter_error, origin="api", replay=bool(replay), replay_error=replay_error, script=script,
+        configs=forced_configs(os.environ.get(ENV_CONFIGS)),
         codegen_output=None if codegen_output is None else os.path.abspath(os.fspath(codegen_output)) if codegen_output else "",
         title=title,
     )

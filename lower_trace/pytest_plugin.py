@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-MODES = ("html", "terminal", "both")
+MODES = ("html", "terminal", "both", "trace")
 KEEPS = ("failed", "all")
 _STATE = pytest.StashKey[dict]()
 _KEPT = "lower_trace_kept"  # a report's user property: the folder kept for the test (crosses xdist)

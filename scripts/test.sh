@@ -88,6 +88,13 @@ if [ -n "$OTHERS_PID" ]; then
 else  # serial, or tilelang-0.1.15 is not in the matrix
   for flavor in "${OTHERS[@]}"; do flavor_run "$flavor"; done
 fi
+# Across releases: lower-trace regress with 0.1.13 against 0.1.15, once both venvs are built and tested.
+if [[ " $MATRIX " == *" tilelang-0.1.15 "* && " $MATRIX " == *" tilelang-0.1.13 "* ]] && ! grep -qx "tilelang-0.1.13 (environment)" "$LOGS/failed"; then
+  echo "=== lower-trace tests: tilelang-0.1.13 against tilelang-0.1.15"
+  if ! "$ROOT/.venvs/tilelang-0.1.13/bin/pytest" -p no:cacheprovider -rs testing/integration/test_regress_versions.py; then
+    echo "tilelang-0.1.13 against tilelang-0.1.15" >> "$LOGS/failed"
+  fi
+fi
 mapfile -t failed < "$LOGS/failed"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "lower-trace tests FAILED in: ${failed[*]}"

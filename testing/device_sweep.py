@@ -30,17 +30,19 @@ def missing_tools():
     return f"needs {', '.join(missing)} (the CUDA toolkit; pip install nvidia-cuda-nvdisasm)" if missing else None
 
 
-def run_python(code, folder, **env_extra):
+def run_python(code, folder, prefix=(), **env_extra):
     env = {**os.environ, "PYTHONPATH": pythonpath(), "TILELANG_DISABLE_CACHE": "1", **env_extra}
-    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(folder), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([*prefix, sys.executable, "-c", code], env=env, cwd=str(folder), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
 
-def traced_sweep(folder, ampere=True):
-    """The trace folder of the sweep run with TL_LOWER_TRACE=html in `folder`."""
+def traced_sweep(folder, ampere=True, one_core=False):
+    """The trace folder of the sweep run with TL_LOWER_TRACE=html in `folder` (one_core: pinned to
+    one core, where lower-trace has no worker thread and ptxas' report waits for the close)."""
     trace = os.path.join(str(folder), "trace")
-    run_python(SWEEP.replace("AMPERE", str(ampere)), folder, TL_LOWER_TRACE="html", TL_LOWER_TRACE_DIR=trace)
+    prefix = ("taskset", "-c", "0") if one_core else ()
+    run_python(SWEEP.replace("AMPERE", str(ampere)), folder, prefix=prefix, TL_LOWER_TRACE="html", TL_LOWER_TRACE_DIR=trace)
     return trace
 
 

@@ -53,6 +53,7 @@ class Worker:
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
         self._closed = False
+        self._later: collections.deque[Job] = collections.deque()  # deferred until close (no thread)
 
     def submit(self, job: Job, urgent: bool = False) -> None:
         """Run job after every job submitted before it (now, unless threaded)."""
@@ -66,6 +67,17 @@ class Worker:
             self._signal()
             if len(jobs) > _BACKLOG and threading.current_thread() is not self._thread:
                 self.wait()
+
+    def defer(self, job: Job) -> None:
+        """Run job once the compile no longer waits for it: on the thread, like any job; without
+        one (one core), when the run closes, after every job submitted before it. For derived work
+        that is slow and not needed by the compile (ptxas' resource report of a kernel's PTX)."""
+        if self.threaded and not self._closed:
+            self.submit(job)
+        elif self._closed:
+            self.submit(job)  # the run already closed: nothing left to wait for
+        else:
+            self._later.append(job)
 
     def kick(self) -> None:
         """Start on whatever is queued now."""
@@ -91,6 +103,8 @@ class Worker:
             thread.join()
         while self._jobs:  # a thread that never started, or a fork's leftovers
             guarded_job(self._on_fault, self._jobs.popleft())
+        while self._later:
+            guarded_job(self._on_fault, self._later.popleft())
         self._idle()
 
     def _signal(self) -> None:

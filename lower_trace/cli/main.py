@@ -9,7 +9,7 @@ import warnings
 from typing import NoReturn
 
 from lower_trace import __version__
-from lower_trace.cli import answers, bisect_command, device_command, edits, reduce_command, rerun, run_script, traces, where_command
+from lower_trace.cli import answers, bisect_command, device_command, edits, reduce_command, regress_command, rerun, run_script, traces, where_command
 from lower_trace.cli.selection import UsageError
 from lower_trace.store.layout import TraceNotFound
 from lower_trace.store.reader import TraceDamaged
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     reduce_command.add_parser(sub)
     rerun.add_parsers(sub)
     bisect_command.add_parser(sub)
+    regress_command.add_parser(sub)
     return parser
 
 

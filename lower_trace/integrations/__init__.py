@@ -61,13 +61,22 @@ def _attach_tvm(get_run: GetRun, module: ModuleType) -> None:
     _installed.append(integration)
 
 
+_forced: list[str] = []  # the TL_LOWER_TRACE_CONFIGS applied in this process (once: the patch stays)
+
+
 def _apply_bisect_configs(run: TraceSink) -> None:
-    """In a child of lower-trace bisect --configs: the config being tried, in every PassContext."""
+    """In a child of lower-trace bisect --configs: the config being tried, in every PassContext. In a
+    side of lower-trace regress (TL_LOWER_TRACE_CONFIGS): its configs, forced on every compile."""
     plan = run.config.bisect
     if plan is not None and plan.configs:
         from lower_trace.integrations.extra_configs import apply
 
         apply(plan.configs)
+    if run.config.configs and run.config.configs not in _forced:
+        from lower_trace.integrations.extra_configs import apply
+
+        apply(run.config.configs, override=True)
+        _forced.append(run.config.configs)
 
 
 def _probe_json_if_replaying(run: TraceSink) -> None:

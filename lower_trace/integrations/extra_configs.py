@@ -20,19 +20,23 @@ _SWITCH_WORDS = ("disable_", "enable_", "force_")
 _CONFIG_POSITION = 4  # PassContext(opt_level, required_pass, disabled_pass, instruments, config, ...)
 
 
-def apply(configs_json: str) -> Patches:
-    """Every PassContext made from now on has these configs (the ones it names win); the default
-    context too, by entering one now. Undo with the returned Patches (the default stays entered:
-    only a bisect child, which ends with the program, asks for this)."""
+def apply(configs_json: str, override: bool = False) -> Patches:
+    """Every PassContext made from now on has these configs (the ones it names win; with override,
+    ours win: a side of lower-trace regress forces them on every compile); the default context
+    too, by entering one now. Undo with the returned Patches (the default stays entered: only a
+    child that ends with the program asks for this)."""
     extra: dict[str, Any] = json.loads(configs_json)
     patches = Patches()
     original = tvm.transform.PassContext.__init__
 
+    def merged(given: Any) -> dict[str, Any]:
+        return {**dict(given or {}), **extra} if override else {**extra, **dict(given or {})}
+
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         if len(args) > _CONFIG_POSITION:
-            args = (*args[:_CONFIG_POSITION], {**extra, **dict(args[_CONFIG_POSITION] or {})}, *args[_CONFIG_POSITION + 1 :])
+            args = (*args[:_CONFIG_POSITION], merged(args[_CONFIG_POSITION]), *args[_CONFIG_POSITION + 1 :])
         else:
-            kwargs["config"] = {**extra, **dict(kwargs.get("config") or {})}
+            kwargs["config"] = merged(kwargs.get("config"))
         original(self, *args, **kwargs)
 
     patches.replace(tvm.transform.PassContext, "__init__", __init__)

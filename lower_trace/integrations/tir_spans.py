@@ -94,6 +94,8 @@ class SpanFiles:
         self.library_dirs = tuple(os.path.join(os.path.abspath(d), "") for d in library_dirs)
         self.names: list[str] = []
         self._index: dict[str, int] = {}
+        # Marker payloads read before: a statement's span prints in every snapshot that keeps it.
+        self.parsed: dict[str, tuple[int, ...]] = {}
 
     def index(self, name: str) -> int:
         found = self._index.get(name)
@@ -167,19 +169,31 @@ def spans_json(found: list[tuple[int, str]], files: SpanFiles) -> str:
     local: dict[int, int] = {}
     names: list[str] = []
     rows: list[list[int]] = []
+    parsed = files.parsed
     for number, payload in found:
-        try:
-            file, line, column, end_line, end_column = (int(part) for part in payload.split(":"))
-        except ValueError:
+        span = parsed.get(payload)
+        if span is None:
+            span = parsed[payload] = _parse_payload(payload)
+        if not span:
             continue  # a statement marker (codegen's) is no span
+        file = span[0]
         if file not in local:
             local[file] = len(names)
             names.append(files.names[file])
-        rows.append([number, local[file], line, column, end_line, end_column])
+        rows.append([number, local[file], *span[1:]])
     if not rows:
         return ""
     library = [files.is_library(name) for name in names]
     return json.dumps({"files": names, "library": library, "lines": rows}, separators=(",", ":"))
+
+
+def _parse_payload(payload: str) -> tuple[int, ...]:
+    """A span marker's five numbers, or () for a marker of another kind."""
+    try:
+        file, line, column, end_line, end_column = (int(part) for part in payload.split(":"))
+    except ValueError:
+        return ()
+    return file, line, column, end_line, end_column
 
 
 class SpanPrinter:

@@ -90,7 +90,9 @@ class ReportListener:
 
     def _add_source_maps(self) -> None:
         """The run's source maps, once, from the trace on disk (the run's worker has flushed it):
-        nothing of them is worked out while the program compiles, and nothing is kept meanwhile."""
+        nothing of them is worked out while the program compiles, and nothing is kept meanwhile.
+        Device stages recorded after their kernel's block (deferred to the close on one core) are
+        added first."""
         if not self.run_dir:
             return
         import time
@@ -107,6 +109,8 @@ class ReportListener:
                 trace = load_trace(self.run_dir)
         except TraceNotFound:
             return
+        for kernel in trace.kernels:  # device stages that came after their kernel's block (one core)
+            self.writer.add_device(kernel, trace.snapshot)
         budget = None if self.budget_s is None else max(0.0, self.budget_s - (time.perf_counter() - started))
         self.left_out = add_source_maps(self.writer, trace.kernels, trace.snapshot, budget)
         if self.left_out:

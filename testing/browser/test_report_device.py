@@ -106,3 +106,24 @@ def test_sass_pane_shows_instructions_with_their_cuda_line_and_ptx_lines_carry_t
     assert view.page.locator(".device-ptx pre.lined > span.ln[data-cu]").count() > 0
     assert not view.errors(), view.messages
     view.close()
+
+
+def test_a_device_stage_added_at_the_close_shows_as_any_other(browser, tmp_path):
+    """Pinned to one core, ptxas' report waits for the run's close and reaches the page as late
+    blocks: the index's columns and the device step's ptxas line are what `lower-trace list
+    --device` and `show --device` say."""
+    loaded = lower_trace.load_trace(traced_sweep(tmp_path, ampere=False, one_core=True))
+    trace = loaded.path
+    rows = json.loads(subprocess.run([lower_trace_cli(), "list", trace, "--device", "--json"], check=True, capture_output=True, text=True).stdout)
+    view = Page(browser, os.path.join(trace, "report.html"))
+    for row in rows["kernels"]:
+        text = view.page.locator(f'#kernels .kernel-row[data-kernel="{row["kernel"]}"] .device-cells').inner_text()
+        assert f"{row['resources']['registers']} regs" in text and f"{row['occupancy']['warps_per_sm']} warps/SM" in text
+    kernel = loaded.kernels[0]
+    view.goto(f"#{kernel.kernel_id}")
+    view.settle()
+    view.page.locator(f'#passes .step[data-seq="{kernel.device_stage.seq}"]').click()
+    line = subprocess.run([lower_trace_cli(), "show", trace, "-k", kernel.kernel_id, "--device"], check=True, capture_output=True, text=True).stdout
+    assert view.page.locator(".device-stage .device-line").inner_text() in line
+    assert not view.errors(), view.messages
+    view.close()

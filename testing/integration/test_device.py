@@ -244,3 +244,31 @@ def test_a_cpu_kernel_is_said_to_have_no_device_stage(tmp_path):
         assert proc.returncode == 2 and len(lines) == 1 and "CPU or host-only" in lines[0], (command, proc.stderr)
     table = subprocess.run([lower_trace_cli(), "list", run.run_dir, "--device"], capture_output=True, text=True, check=True).stdout
     assert "no CUDA source (CPU or host-only kernels): k1" in table and "lower-trace device compiles" not in table
+
+
+def test_on_one_core_ptxas_waits_for_the_close_and_the_report_takes_it_late(tmp_path):
+    """Pinned to one core there is no worker thread: the compile does not wait for ptxas' report.
+    The device record is written after its kernel ended, carries nvcc's own numbers, and the report
+    gets it as late blocks (lt-d<block>, lt-device) whose index columns are those numbers."""
+    trace = lower_trace_load(traced_sweep(tmp_path, ampere=False, one_core=True))
+    manifest = [json.loads(line) for line in open(os.path.join(trace.path, "trace.jsonl"))]
+    html = open(os.path.join(trace.path, "report.html")).read()
+
+    def blocks(cls):
+        return [json.loads(body) for body in re.findall(rf'<script type="application/json" class="{cls}">(.*?)</script>', html, re.S)]
+
+    block_of = {summary["id"]: summary["block"] for summary in blocks("lt-kernel")}
+    assert all(summary["device"] is None for summary in blocks("lt-kernel"))  # written before ptxas ran
+    late = {item["block"]: item["device"] for item in blocks("lt-device")}
+    assert len(trace.kernels) == 2 and len(late) == 2
+    for kernel in trace.kernels:
+        ended = next(i for i, r in enumerate(manifest) if r["type"] == "kernel_end" and r["kernel_id"] == kernel.kernel_id)
+        device = next(i for i, r in enumerate(manifest) if r["type"] == "device" and r["kernel"] == kernel.kernel_id)
+        assert device > ended  # deferred: after the kernel
+        record = kernel.device_stage
+        truth = _nvcc_verbose(record, trace.read_snapshot(record.source), str(tmp_path))
+        assert record.function(truth["function"]).registers == truth["registers"]
+        block = block_of[kernel.kernel_id]
+        assert f'id="lt-d{block}"' in html
+        assert (late[block]["registers"], late[block]["spill_stores"], late[block]["spill_loads"]) == (
+            truth["registers"], truth["spill_stores"], truth["spill_loads"])

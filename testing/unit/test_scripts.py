@@ -117,10 +117,12 @@ def test_the_whole_matrix_runs_every_tier_and_the_other_flavors_alongside(checko
             "pytest -p no:cacheprovider -rs testing/integration/test_legacy_tilelang.py",
             "pytest -p no:cacheprovider -rs testing/integration/test_legacy_tilelang.py",
             "pytest -p no:cacheprovider -rs testing/integration/test_plain_tvm.py testing/unit",
+            "pytest -p no:cacheprovider -rs testing/integration/test_regress_versions.py",  # 0.1.13 against 0.1.15, once both are built
         ]), calls
         assert any(line.startswith("ruff check") for line in calls) and any(line.startswith("pyright ") for line in calls)
         said = [line for line in done.stdout.splitlines() if line.startswith("=== lower-trace tests: ")]
-        assert said == [f"=== lower-trace tests: {flavor}" for flavor in matrix.split()], done.stdout
+        across = "=== lower-trace tests: tilelang-0.1.13 against tilelang-0.1.15"
+        assert said == [*(f"=== lower-trace tests: {flavor}" for flavor in matrix.split()), across], done.stdout
         assert ("built and tested alongside" in done.stdout) == (serial == "0")
         assert done.stdout.splitlines()[-1] == f"lower-trace tests passed in: {matrix}"
         for flavor in matrix.split():

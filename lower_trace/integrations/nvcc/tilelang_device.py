@@ -5,7 +5,8 @@ TileLang's instrumentation has no device-compile event: its CUDA callback calls
 that function is replaced (undone exactly on disable) by one that, for a traced kernel's cubin
 only, adds ``--keep --keep-dir`` (nvcc's intermediate files, the PTX among them; the cubin is
 byte for byte the same) and hands the PTX and the binary to the worker thread, which asks
-ptxas for its resource report and stores the record. Everything else reaches TileLang's
+ptxas for its resource report and stores the record (without a thread, one core: when the
+run closes, so that the compile does not wait for ptxas). Everything else reaches TileLang's
 function untouched; a failure of ours is one warning and the compile goes on.
 """
 from __future__ import annotations
@@ -75,7 +76,9 @@ class DeviceCapture:
         ms = (time.perf_counter() - started) * 1000.0
         try:
             job = _Job(active, keep, code, bytes(binary), sm, command, flags, ms, run.config.device)
-            active.session.worker.submit(job.finish)
+            # ptxas' report is derived from the PTX: on one core it waits for the run's close
+            # rather than lengthen the compile (the report adds a late device block then).
+            active.session.worker.defer(job.finish)
         except Exception as exc:
             run.tracer_fault(exc)
         return binary

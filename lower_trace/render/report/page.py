@@ -32,7 +32,8 @@ from lower_trace.render import device_view, terminal
 # What the page's JS is made of, in the order it runs (each its own script element).
 SCRIPTS = (
     "state.js", "diff.js", "text.js", "blame.js", "blocks.js", "search.js", "kernels.js", "view.js",
-    "compare.js", "compare_view.js", "timing.js", "layout.js", "origins.js", "report.js",
+    "compare.js", "compare_view.js", "timing.js", "layout.js", "origins.js", "passlist.js", "report_views.js",
+    "report.js",
 )  # fmt: skip
 PAGE_FORMAT = 2  # 1: one data block + one snapshot pack; 2: append-only kernel blocks
 

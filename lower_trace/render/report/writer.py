@@ -39,7 +39,16 @@ from lower_trace.model import KernelTrace, RunInfo, spans_key
 from lower_trace.model_json import to_json
 from lower_trace.render.report.origins_data import origins_payload
 from lower_trace.render.report.page import block as data_block
-from lower_trace.render.report.page import device_payload, json_for_script, kernel_steps, kernel_summary, page_head, pointer_page, snapshot_digests
+from lower_trace.render.report.page import (
+    device_index,
+    device_payload,
+    json_for_script,
+    kernel_steps,
+    kernel_summary,
+    page_head,
+    pointer_page,
+    snapshot_digests,
+)
 from lower_trace.store.files import write_atomically
 
 
@@ -106,6 +115,7 @@ class ReportWriter:
         self._notes: list[str] = []  # notes waiting for the head
         self._holder: dict[str, int] = {}  # digest -> the block that carries its text
         self._block_of: dict[str, int] = {}  # kernel id -> its block (for its source map, added later)
+        self._without_device: set[str] = set()  # kernels whose block had no device stage (it may come late)
         self._blocks = 0
         self._closed = False
 
@@ -146,6 +156,8 @@ class ReportWriter:
             device = summarize(kernel, lambda digest: text_of(digest) or "")
             if device is not None:
                 payload["device"] = device_payload(device, lambda digest: text_of(digest) or "")
+            else:
+                self._without_device.add(kernel.kernel_id)
             if has_spans(kernel, text_of):  # a fact, looked up: the source map itself is computed later
                 payload["spans"] = True
             summary = kernel_summary(kernel, block, sorted(refs), times, device)
@@ -174,6 +186,26 @@ class ReportWriter:
             if self._closed:
                 raise ValueError(f"{self.path}: the report is closed")
             self._append(chunk)
+        return True
+
+    def add_device(self, kernel: KernelTrace, text_of: Callable[[str], str]) -> bool:
+        """Append the device stage of a kernel whose block was written before it had one (one core:
+        ptxas' report waits for the run's close), as blocks of its own: ``lt-d<block>`` (the
+        payload's device part) and an ``lt-device`` summary for the index. False, and nothing
+        written, for a kernel whose block had its device stage or that still has none."""
+        block = self._block_of.get(kernel.kernel_id)
+        if block is None or kernel.kernel_id not in self._without_device:
+            return False
+        device = summarize(kernel, lambda digest: text_of(digest) or "")
+        if device is None:
+            return False
+        chunk = data_block(pack(device_payload(device, lambda digest: text_of(digest) or "")), "application/octet-stream", "lt-device-payload", f"lt-d{block}")
+        chunk += data_block(json_for_script({"block": block, "device": device_index(device)}), "application/json", "lt-device")
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"{self.path}: the report is closed")
+            self._append(chunk)
+            self._without_device.discard(kernel.kernel_id)
         return True
 
     def add_note(self, text: str) -> None:

@@ -19,6 +19,14 @@ const LTBlocks = (() => {
       try { kernel = JSON.parse(node.textContent); } catch { continue; } // torn by a killed writer
       if (kernel && typeof kernel.id === "string" && Number.isInteger(kernel.block)) kernels.push(kernel);
     }
+    // A device stage that came after its kernel's block (one core: ptxas' report waits for the
+    // run's close; writer.add_device): its index columns.
+    for (const node of document.querySelectorAll("script.lt-device")) {
+      let late;
+      try { late = JSON.parse(node.textContent); } catch { continue; } // torn by a killed writer
+      const kernel = late && kernels.find((k) => k.block === late.block);
+      if (kernel) kernel.device = late.device;
+    }
     for (const node of document.querySelectorAll("script.lt-note")) {
       try { notes.push(String(JSON.parse(node.textContent))); } catch { /* torn */ }
     }
@@ -56,6 +64,14 @@ const LTBlocks = (() => {
     try { return await unpack(node); } catch { return undefined; } // torn by a killed writer
   }
 
+  // The device stage of a block written before it had one (lt-d<block>); undefined: none.
+  /** @param {number} block @returns {Promise<LTDevice|undefined>} */
+  async function lateDevice(block) {
+    const node = document.getElementById(`lt-d${block}`);
+    if (!node) return undefined;
+    try { return await unpack(node); } catch { return undefined; } // torn by a killed writer
+  }
+
   // Recently inflated payloads (promises, so two callers share one inflate); bounded.
   /** @type {Map<number, Promise<LTPayload>>} */
   const cache = new Map();
@@ -89,7 +105,9 @@ const LTBlocks = (() => {
       opened.set(summary.id, kernel);
       return kernel;
     }
-    const [origins, ...parts] = await Promise.all([sourceMap(summary.block), payload(summary.block), ...(summary.refs || []).map((ref) => payload(ref))]);
+    const [origins, late, ...parts] = await Promise.all([
+      sourceMap(summary.block), lateDevice(summary.block), payload(summary.block), ...(summary.refs || []).map((ref) => payload(ref)),
+    ]);
     const sources = parts.map((part) => part.snapshots);
     const has = Object.prototype.hasOwnProperty;
     const snap = (/** @type {string} */ digest) => {
@@ -99,7 +117,7 @@ const LTBlocks = (() => {
     };
     const kernel = {
       ...summary, steps: parts[0].steps, error: parts[0].error || summary.error, snap, origins: origins || null,
-      originsMissing: origins === undefined && Boolean(parts[0].spans), deviceStage: parts[0].device || null,
+      originsMissing: origins === undefined && Boolean(parts[0].spans), deviceStage: parts[0].device || late || null,
     };
     opened.set(summary.id, kernel);
     while (opened.size > OPENED) opened.delete(opened.keys().next().value);

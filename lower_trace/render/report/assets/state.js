@@ -5,6 +5,9 @@
 // visits (localStorage, one key each). create() returns the state as a sealed object -- a field
 // that is not declared here cannot be added -- whose saved fields write themselves through, and a
 // subscribe(field, fn) that tells fn of every assignment to that field (the URL follows cmpRow).
+// A view watches the fields it shows instead (watch): an action assigns several fields in one
+// batch, and each view whose fields were assigned renders once at its end, in the order the views
+// began watching (the pass list before the active row, the detail pane before the URL).
 
 /**
  * @typedef {Object} PageState
@@ -35,6 +38,8 @@
  * @typedef {Object} LTStore
  * @property {PageState} state
  * @property {<K extends keyof PageState>(field: K, fn: (value: PageState[K]) => void) => void} subscribe
+ * @property {(fields: Array<keyof PageState>, fn: () => void) => void} watch  fn runs after an assignment to any of fields (once per batch)
+ * @property {(fn: () => void) => void} batch  runs fn, then the watchers of the fields it assigned
  */
 
 const LTState = (() => {
@@ -69,6 +74,36 @@ const LTState = (() => {
     for (const field of saved) values[field] = SAVED[field].read(localStorage.getItem(SAVED[field].key));
     /** @type {Map<string, Array<(value: any) => void>>} */
     const listeners = new Map();
+    /** @type {Array<{fields: string[], fn: () => void, due: boolean}>} */
+    const watchers = [];
+    let depth = 0; // > 0: inside a batch (or a flush), so watchers wait for its end
+    const flush = () => {
+      depth++;
+      try {
+        // A watcher may assign a field a later watcher shows; one that comes before it runs again.
+        for (let ran = true; ran;) {
+          ran = false;
+          for (const watcher of watchers) {
+            if (!watcher.due) continue;
+            watcher.due = false;
+            ran = true;
+            watcher.fn();
+          }
+        }
+      } finally {
+        depth--;
+      }
+    };
+    /** @type {LTStore["batch"]} */
+    const batch = (fn) => {
+      depth++;
+      try {
+        fn();
+      } finally {
+        depth--;
+      }
+      if (!depth) flush();
+    };
     const state = {};
     for (const field of Object.keys(defaults())) {
       const keep = saved.includes(/** @type {keyof typeof SAVED} */ (field)) ? SAVED[field] : null;
@@ -79,6 +114,8 @@ const LTState = (() => {
           values[field] = value;
           if (keep) localStorage.setItem(keep.key, keep.write(value));
           for (const fn of listeners.get(field) || []) fn(value);
+          for (const watcher of watchers) if (watcher.fields.includes(field)) watcher.due = true;
+          if (!depth) flush();
         },
       });
     }
@@ -88,7 +125,9 @@ const LTState = (() => {
       if (!listeners.has(field)) listeners.set(field, []);
       listeners.get(field).push(fn);
     };
-    return { state: /** @type {PageState} */ (state), subscribe };
+    /** @type {LTStore["watch"]} */
+    const watch = (fields, fn) => { watchers.push({ fields, fn, due: false }); };
+    return { state: /** @type {PageState} */ (state), subscribe, watch, batch };
   }
 
   return { create, SAVED };

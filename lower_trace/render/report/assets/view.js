@@ -3,6 +3,7 @@
 /* global LTText, LTBlame, LTDiff, LTLayout, LTOrigins */
 /* exported LTView */
 /** @typedef {ReturnType<typeof LTView.create>} LTDetailView what LTView.create gives a page */
+/** @typedef {{state: PageState, rules: LTRules, handlers: {select?: (seq: number) => void}}} LTViewContext one view's page state, rules and handlers */
 /** @typedef {{snap: (digest: string) => string}} LTTexts a kernel, or anything with texts by digest (a comparison's sides) */
 // The detail pane: a pass's diff (side by side or unified, folded context, word marks), the IR
 // of a no-op or failed pass, codegen's TIR next to its source, errors. Built when shown.
@@ -18,13 +19,6 @@ const LTView = (() => {
       : step.status === "failed" || step.status === "incomplete" ? "" : `${(step.ms || 0).toFixed(2)} ms`;
   const statusOf = (step) => (isCodegen(step) ? "codegen" : step.status);
   const titleOf = (step) => (isCodegen(step) ? `${step.role} codegen · ${step.function}` : step.name);
-  // Set by create(): the page's state (mode, regex) and the rules Python injected.
-  /** @type {PageState} */
-  let state = null;
-  /** @type {LTRules} */
-  let rules = null;
-  /** @type {{select?: (seq: number) => void}} */
-  let handlers = {};
 
   // A pass built with arguments, as the trace recorded it (model.PassCall.expression).
   const callText = (call) => `${call.factory}(${[...(call.args || []), ...(call.kwargs || []).map(([k, v]) => `${k}=${v}`)].join(", ")})`;
@@ -69,45 +63,45 @@ const LTView = (() => {
     return button;
   }
 
-  const marked = (node, text) => (state.regex ? appendMarked(node, text, matchRanges(state.regex, text)) : appendText(node, text));
+  const marked = (ctx, node, text) => (ctx.state.regex ? appendMarked(node, text, matchRanges(ctx.state.regex, text)) : appendText(node, text));
 
   // An IR in full. With `blame` ({kernel, seq}: the IR after pass seq) it has a blame toggle:
   // each line with the pass that last changed it, a click away from that pass's diff.
   // With `origin` ({kernel, digest}: which text it is) each line carries the line of the user's program it comes from.
-  /** @param {string} text @param {string} label @param {{kernel: LTKernel, seq: number}|null} [blame] @param {{kernel: LTKernel, digest: string}|null} [origin] */
-  function irView(text, label, blame, origin) {
+  /** @param {LTViewContext} ctx @param {string} text @param {string} label @param {{kernel: LTKernel, seq: number}|null} [blame] @param {{kernel: LTKernel, digest: string}|null} [origin] */
+  function irView(ctx, text, label, blame, origin) {
     const box = el("section", "ir-box");
     const bar = el("div", "toolbar");
     bar.appendChild(el("span", "label", label));
     bar.appendChild(copyButton("copy", text));
     box.appendChild(bar);
     const lined = origin && LTOrigins.linesOf(origin.kernel, origin.digest);
-    const plain = () => (lined ? LTOrigins.pre(text, origin.kernel, origin.digest, marked) : marked(el("pre", "ir"), text));
+    const plain = () => (lined ? LTOrigins.pre(text, origin.kernel, origin.digest, (node, line) => marked(ctx, node, line)) : marked(ctx, el("pre", "ir"), text));
     let body = plain();
     box.appendChild(body);
-    if (blame && handlers.select) {
+    if (blame && ctx.handlers.select) {
       const toggle = el("button", "blame-toggle", "blame");
       toggle.type = "button";
       toggle.title = "show which pass last changed each line";
       const show = () => {
-        const next = state.blame ? blameTable(blame.kernel, blame.seq, text) : plain();
+        const next = ctx.state.blame ? blameTable(ctx, blame.kernel, blame.seq, text) : plain();
         body.replaceWith(next);
         body = next;
-        toggle.classList.toggle("on", state.blame);
-        toggle.textContent = state.blame ? "blame: on" : "blame";
+        toggle.classList.toggle("on", ctx.state.blame);
+        toggle.textContent = ctx.state.blame ? "blame: on" : "blame";
       };
       toggle.addEventListener("click", () => {
-        state.blame = !state.blame;
+        ctx.state.blame = !ctx.state.blame;
         show();
       });
       bar.appendChild(toggle);
-      if (state.blame) show();
+      if (ctx.state.blame) show();
     }
     return box;
   }
 
   const blameCache = new Map();
-  function blameTable(kernel, seq, text) {
+  function blameTable(ctx, kernel, seq, text) {
     const key = `${kernel.id}/${seq}`;
     let lines = blameCache.get(key);
     if (!lines) {
@@ -131,7 +125,7 @@ const LTView = (() => {
           const link = el("button", "blame-by", `#${line.by.seq} ${line.by.name}`);
           link.type = "button";
           link.title = LTText.visible(`${line.by.name}: show this pass's diff`);
-          link.addEventListener("click", () => handlers.select(line.by.seq));
+          link.addEventListener("click", () => ctx.handlers.select(line.by.seq));
           who.appendChild(link);
         } else {
           who.appendChild(el("span", "muted", "(input)"));
@@ -139,15 +133,15 @@ const LTView = (() => {
       }
       previous = line.by;
       tr.appendChild(who);
-      tr.appendChild(marked(el("td", "code"), line.text));
+      tr.appendChild(marked(ctx, el("td", "code"), line.text));
       body.appendChild(tr);
     }
     table.appendChild(body);
     return table;
   }
 
-  /** @param {HTMLElement} main @param {LTKernel|null} kernel @param {LTRow|null|undefined} step */
-  function renderDetail(main, kernel, step) {
+  /** @param {LTViewContext} ctx @param {HTMLElement} main @param {LTKernel|null} kernel @param {LTRow|null|undefined} step */
+  function renderDetail(ctx, main, kernel, step) {
     main.replaceChildren();
     main.style.scrollPaddingTop = "";  // set again below the sticky source pane, when there is one
     const snap = kernel ? kernel.snap : () => "";
@@ -180,26 +174,26 @@ const LTView = (() => {
     const rerun = reproBox(step);
     if (rerun) main.appendChild(rerun);
     // The user's source sits between what went wrong and the IR it points into.
-    const pane = LTOrigins.sourcePane(kernel, (seq) => handlers.select && handlers.select(seq), failing);
+    const pane = LTOrigins.sourcePane(kernel, (seq) => ctx.handlers.select && ctx.handlers.select(seq), failing);
     if (pane) {
       main.appendChild(pane);
       // What is scrolled into view ("see the picture below", a pinned line) lands below the pane, not under it.
       requestAnimationFrame(() => { main.style.scrollPaddingTop = `${pane.offsetHeight + 12}px`; });
     }
     if (isCodegen(step)) {
-      if (step.edit_status) main.appendChild(editNote(step));
+      if (step.edit_status) main.appendChild(editNote(ctx, step));
       const panes = el("div", "panes");
       const maker = LTBlame.passMaking(kernel, step.tir);
-      panes.appendChild(irView(snap(step.tir), "final TIR handed to codegen", maker ? { kernel, seq: maker.seq } : null, { kernel, digest: step.tir }));
+      panes.appendChild(irView(ctx, snap(step.tir), "final TIR handed to codegen", maker ? { kernel, seq: maker.seq } : null, { kernel, digest: step.tir }));
       const compiled = step.generated ? `your edited ${step.language} source, compiled (${step.role})` : `generated ${step.language} source (${step.role})`;
-      panes.appendChild(irView(snap(step.source), compiled, null, { kernel, digest: step.source }));
+      panes.appendChild(irView(ctx, snap(step.source), compiled, null, { kernel, digest: step.source }));
       main.appendChild(panes);
       if (step.generated && step.edit_status === "PATCHED") {
         main.appendChild(el("h3", "", "your edit against the generated source"));
-        main.appendChild(diffView(kernel, { before: step.generated, after: step.source }, { noFullIR: true, names: ["generated", step.edit_path] }));
+        main.appendChild(diffView(ctx, kernel, { before: step.generated, after: step.source }, { noFullIR: true, names: ["generated", step.edit_path] }));
       }
       const device = kernel.deviceStage;
-      if (device && device.seq === step.seq) main.appendChild(deviceSection(kernel, device));
+      if (device && device.seq === step.seq) main.appendChild(deviceSection(ctx, kernel, device));
     } else if (step.status === "changed") {
       const layouts = step.layouts && step.layouts.length ? LTLayout.section(step, Math.max(480, main.clientWidth - 40)) : null;
       if (layouts) {
@@ -208,23 +202,23 @@ const LTView = (() => {
         jump.addEventListener("click", () => layouts.scrollIntoView({ block: "start" }));
         main.appendChild(jump);
       }
-      main.appendChild(diffView(kernel, step, { names: [`before ${step.name}`, `after ${step.name}`], blame: true }));
+      main.appendChild(diffView(ctx, kernel, step, { names: [`before ${step.name}`, `after ${step.name}`], blame: true }));
       if (layouts) main.appendChild(layouts);
     } else if (step.status === "skipped") {
       main.appendChild(el("p", "hint", "lower-trace bisect skipped this pass in this run (it was testing the pipeline without it)."));
-      main.appendChild(irView(snap(step.before), "the IR it would have received"));
+      main.appendChild(irView(ctx, snap(step.before), "the IR it would have received"));
     } else if (step.status === "unchanged") {
       main.appendChild(el("p", "hint", "This pass left the IR unchanged."));
-      main.appendChild(irView(snap(step.before), "IR (before and after)", { kernel, seq: step.seq }, { kernel, digest: step.before }));
+      main.appendChild(irView(ctx, snap(step.before), "IR (before and after)", { kernel, seq: step.seq }, { kernel, digest: step.before }));
     } else {
-      main.appendChild(irView(snap(step.before), "the IR this pass received", null, { kernel, digest: step.before }));
+      main.appendChild(irView(ctx, snap(step.before), "the IR this pass received", null, { kernel, digest: step.before }));
     }
   }
 
   // nvcc's work on this source: ptxas' resources, then PTX and SASS, each line lit with the
   // user's line its CUDA line comes from (the source map) and titled with that CUDA line.
-  /** @param {LTKernel} kernel @param {LTDevice} device */
-  function deviceSection(kernel, device) {
+  /** @param {LTViewContext} ctx @param {LTKernel} kernel @param {LTDevice} device */
+  function deviceSection(ctx, kernel, device) {
     const box = el("section", "device-stage");
     box.appendChild(el("h3", "", `device stage · ${device.arch} · ${device.how}${device.edited ? " (your edited working copy)" : ""}`));
     box.appendChild(el("div", "device-line", device.line));
@@ -234,7 +228,7 @@ const LTView = (() => {
     box.appendChild(el("div", "meta mono", device.command));
     const panes = el("div", "panes");
     if (device.ptx) {
-      const view = irView(kernel.snap(device.ptx), "PTX (nvcc)", null, { kernel, digest: device.ptx });
+      const view = irView(ctx, kernel.snap(device.ptx), "PTX (nvcc)", null, { kernel, digest: device.ptx });
       view.classList.add("device-ptx");
       const pre = view.querySelector("pre.ir");
       if (pre && !pre.querySelector("span.ln")) pre.replaceWith(linedPre(kernel.snap(device.ptx)));  // no source map: lines all the same
@@ -244,7 +238,7 @@ const LTView = (() => {
       });
       panes.appendChild(view);
     }
-    if (device.sass) panes.appendChild(sassView(kernel, device));
+    if (device.sass) panes.appendChild(sassView(ctx, kernel, device));
     box.appendChild(panes);
     return box;
   }
@@ -263,8 +257,8 @@ const LTView = (() => {
   // The SASS pane: nvdisasm's instructions and labels (its //## File records are not rows), each
   // instruction with its CUDA file:line as a column; one moved off nvcc's line (analysis/device/
   // attribution.py) shows nvcc's beside it. A row's origin is its listing line's in the source map.
-  /** @param {LTKernel} kernel @param {LTDevice} device */
-  function sassView(kernel, device) {
+  /** @param {LTViewContext} ctx @param {LTKernel} kernel @param {LTDevice} device */
+  function sassView(ctx, kernel, device) {
     const text = kernel.snap(device.sass);
     const lines = LTDiff.splitLines(text);
     const box = el("section", "ir-box device-sass");
@@ -285,7 +279,7 @@ const LTView = (() => {
       where.appendChild(document.createTextNode(" ".repeat(width - column(line).length - secondary(nvcc).length)));
       row.appendChild(document.createTextNode("  "));
       const instruction = row.appendChild(el("span", "sass-text"));
-      marked(instruction, narrow(lines[index] === undefined ? "" : lines[index].trim()));
+      marked(ctx, instruction, narrow(lines[index] === undefined ? "" : lines[index].trim()));
       if (!line) row.classList.add("sass-label");
       LTOrigins.mark(row, kernel, device.sass, index + 1);
       if (line) titleCuda(row, line, nvcc);
@@ -332,9 +326,9 @@ const LTView = (() => {
     return box;
   }
 
-  function editNote(step) {
+  function editNote(ctx, step) {
     const box = el("section", `edit-note ${step.edit_status.toLowerCase()}`);
-    const what = (rules.edit[step.edit_status] || {}).text || "";
+    const what = (ctx.rules.edit[step.edit_status] || {}).text || "";
     box.appendChild(el("strong", "", step.edit_status));
     box.appendChild(el("span", "", ` ${what}: `));
     box.appendChild(el("code", "", step.edit_path));
@@ -360,11 +354,12 @@ const LTView = (() => {
   }
 
   /**
+   * @param {LTViewContext} ctx
    * @param {LTTexts & {id?: string}} kernel
    * @param {{before?: string, after?: string, seq?: number}} step
    * @param {{names?: string[], noFullIR?: boolean, blame?: boolean}} [options]
    */
-  function diffView(kernel, step, options = {}) {
+  function diffView(ctx, kernel, step, options = {}) {
     const snap = kernel.snap;
     const rows = rowsOf(kernel, step);
     const box = el("section", "diff-box");
@@ -378,7 +373,7 @@ const LTView = (() => {
     full.type = "button";
     if (!options.noFullIR) bar.appendChild(full);
     box.appendChild(bar);
-    const table = diffTable(rows);
+    const table = diffTable(ctx, rows);
     box.appendChild(table);
     if ("origins" in kernel) LTOrigins.markDiff(table, kernel, step.before, step.after);
     full.addEventListener("click", () => {
@@ -390,9 +385,9 @@ const LTView = (() => {
       }
       const panes = el("div", "panes");
       const own = "origins" in kernel ? /** @type {LTKernel} */ (kernel) : null;
-      panes.appendChild(irView(snap(step.before), "IR before", null, own && { kernel: own, digest: step.before }));
+      panes.appendChild(irView(ctx, snap(step.before), "IR before", null, own && { kernel: own, digest: step.before }));
       // Blame is asked for the report's own kernels only, never a comparison's sides.
-      panes.appendChild(irView(snap(step.after), "IR after", options.blame ? { kernel: /** @type {LTKernel} */ (kernel), seq: step.seq } : null, own && { kernel: own, digest: step.after }));
+      panes.appendChild(irView(ctx, snap(step.after), "IR after", options.blame ? { kernel: /** @type {LTKernel} */ (kernel), seq: step.seq } : null, own && { kernel: own, digest: step.after }));
       box.insertBefore(panes, table); // right under the toolbar, in view
       full.textContent = "hide full IR";
     });
@@ -402,7 +397,7 @@ const LTView = (() => {
   // Side by side: a table per side, each scrolling sideways on its own, so IR lines keep one line
   // each (wrapped, most would take two in half a pane). Rows are one line high on both sides, so
   // row i of the old side stays level with row i of the new. Unified: one table, lines wrapped.
-  function diffTable(rows) {
+  function diffTable(ctx, rows) {
     const table = (cls, cols) => {
       const node = el("table", `diff ${cls}`);
       const group = node.appendChild(el("colgroup"));
@@ -410,9 +405,9 @@ const LTView = (() => {
       node.appendChild(el("tbody"));
       return node;
     };
-    if (state.mode !== "split") {
+    if (ctx.state.mode !== "split") {
       const one = table("unified", ["no", "no", "code"]);
-      fillDiff([one.tBodies[0]], rows);
+      fillDiff(ctx, [one.tBodies[0]], rows);
       return one;
     }
     const box = el("div", "diff-split");
@@ -421,19 +416,19 @@ const LTView = (() => {
       box.appendChild(el("div", `diff-side ${side}`)).appendChild(half);
       return half.tBodies[0];
     });
-    fillDiff(sides, rows);
+    fillDiff(ctx, sides, rows);
     return box;
   }
 
   // Changed rows with CONTEXT lines around them; longer unchanged runs fold into one row (per side).
-  function fillDiff(bodies, rows) {
+  function fillDiff(ctx, bodies, rows) {
     const near = new Uint8Array(rows.length);
     rows.forEach((row, i) => {
       if (row.tag !== "=") for (let j = Math.max(0, i - CONTEXT); j <= Math.min(rows.length - 1, i + CONTEXT); j++) near[j] = 1;
     });
     let i = 0;
     while (i < rows.length) {
-      if (near[i]) { addRow(bodies, rows[i]); i++; continue; }
+      if (near[i]) { addRow(ctx, bodies, rows[i]); i++; continue; }
       let end = i;
       while (end < rows.length && !near[end]) end++;
       const hidden = rows.slice(i, end);
@@ -446,7 +441,7 @@ const LTView = (() => {
       });
       const open = () => {
         const frags = folds.map(() => document.createDocumentFragment());
-        for (const row of hidden) addRow(frags, row);
+        for (const row of hidden) addRow(ctx, frags, row);
         folds.forEach((fold, k) => fold.replaceWith(frags[k]));
       };
       for (const fold of folds) fold.addEventListener("click", open);
@@ -454,23 +449,23 @@ const LTView = (() => {
     }
   }
 
-  function codeCell(text, ranges, cls) {
+  function codeCell(ctx, text, ranges, cls) {
     const td = el("td", `code ${cls}`);
     if (text === undefined) return td;
     const marks = ranges ? ranges.map(([a, b]) => [a, b, "word"]) : [];
-    appendMarked(td, text, state.regex ? marks.concat(matchRanges(state.regex, text)) : marks);
+    appendMarked(td, text, ctx.state.regex ? marks.concat(matchRanges(ctx.state.regex, text)) : marks);
     return td;
   }
 
   // bodies: the old and new sides (side by side), or the one unified table's.
-  function addRow(bodies, row) {
+  function addRow(ctx, bodies, row) {
     const words = row.tag === "~" ? LTDiff.wordRanges(row.old, row.new) : null;
     if (bodies.length > 1) {
       const cls = `r${row.tag === "=" ? "eq" : "ch"}`;
       [[row.oldNo, row.old, "del"], [row.newNo, row.new, "add"]].forEach(([no, text, changed], k) => {
         const tr = el("tr", cls);
         tr.appendChild(el("td", "no", no || ""));
-        tr.appendChild(codeCell(text, words && words[k], row.tag === "=" ? "" : text === undefined ? "empty" : changed));
+        tr.appendChild(codeCell(ctx, text, words && words[k], row.tag === "=" ? "" : text === undefined ? "empty" : changed));
         bodies[k].appendChild(tr);
       });
       return;
@@ -480,7 +475,7 @@ const LTView = (() => {
       const tr = el("tr", tag === " " ? "req" : "rch");
       tr.appendChild(el("td", "no", oldNo || ""));
       tr.appendChild(el("td", "no", newNo || ""));
-      const td = codeCell(text, ranges, tag === "-" ? "del" : tag === "+" ? "add" : "");
+      const td = codeCell(ctx, text, ranges, tag === "-" ? "del" : tag === "+" ? "add" : "");
       td.insertBefore(document.createTextNode(tag), td.firstChild);
       tr.appendChild(td);
       body.appendChild(tr);
@@ -496,11 +491,21 @@ const LTView = (() => {
    * @param {LTRules} pageRules
    * @param {{select?: (seq: number) => void}} [pageHandlers]
    */
+  // Each page's view is its own: the functions below that read the state, rules or handlers get
+  // this instance's as their first argument (ctx), so two views never share them.
   function create(pageState, pageRules, pageHandlers = {}) {
-    state = pageState;
-    rules = pageRules;
-    handlers = pageHandlers;
-    return { renderDetail, rowsOf, diffView, irView, errorBox };
+    /** @type {LTViewContext} */
+    const ctx = { state: pageState, rules: pageRules, handlers: pageHandlers };
+    return {
+      /** @param {HTMLElement} main @param {LTKernel|null} kernel @param {LTRow|null|undefined} step */
+      renderDetail: (main, kernel, step) => renderDetail(ctx, main, kernel, step),
+      rowsOf,
+      /** @param {LTTexts & {id?: string}} kernel @param {{before?: string, after?: string, seq?: number}} step @param {{names?: string[], noFullIR?: boolean, blame?: boolean}} [options] */
+      diffView: (kernel, step, options) => diffView(ctx, kernel, step, options),
+      /** @param {string} text @param {string} label @param {{kernel: LTKernel, seq: number}|null} [blame] @param {{kernel: LTKernel, digest: string}|null} [origin] */
+      irView: (text, label, blame, origin) => irView(ctx, text, label, blame, origin),
+      errorBox,
+    };
   }
 
   return { create, msText, statusOf, isCodegen };

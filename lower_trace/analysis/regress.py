@@ -1,0 +1,326 @@
+"""lower-trace regress, the comparison: one corpus traced on two sides, kernel by kernel.
+
+Pure over stored traces (no TVM). Each side is the runs a corpus command left in one folder
+(a script's run, or one run per pytest test, from any number of xdist workers). Kernels are
+paired by what names them to a user -- where they were compiled (the test's node id, else the
+script), the kernel's name, its signature (the parameters as its first snapshot prints them)
+and which occurrence of those it is -- never by the order they finished in. Each pair gets a
+verdict with its evidence (compare.py's alignment and first divergence, the passes that
+changed the IR on one side only, the device stage's numbers, compile times); when the inputs
+differ already (another TileLang's frontend), each aligned pass says whether it did the same
+thing on both sides, and the first that did not is the answer.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from lower_trace.analysis.compare import Comparison, Normaliser, Side, compare, compiled, renames_between
+from lower_trace.analysis.device.summary import summarize
+from lower_trace.analysis.renaming import correspondence
+from lower_trace.analysis.text_diff import myers, split_lines
+from lower_trace.device_model import DeviceSummary
+from lower_trace.model import KernelStatus, KernelTrace, PassRecord, PassStatus, Trace
+
+# The verdicts, most severe first: the terminal sorts by this, the gate reads it.
+BROKEN = "compile broken"  # compiles on base, fails on head
+MISSING = "missing on head"  # compiled on base only
+SPILLS_UP = "spills up"
+OCCUPANCY_DOWN = "occupancy down"
+REGISTERS_UP = "registers up"
+DIFFERS = "code differs"  # the device code (or, without one, the only code) differs
+HOST_DIFFERS = "host code differs"  # the device code is the same, the host side's is not
+FIXED = "fixed on head"  # fails on base, compiles on head
+BOTH_FAIL = "fails on both"
+RENAMED = "only renamed"
+SAME_CODE = "same code, other IR"  # every generated source is the same; passes on the way did otherwise
+NEW = "new on head"  # compiled on head only
+IDENTICAL = "identical"
+SEVERITY = (BROKEN, MISSING, SPILLS_UP, OCCUPANCY_DOWN, REGISTERS_UP, DIFFERS, HOST_DIFFERS, FIXED, BOTH_FAIL, RENAMED, SAME_CODE, NEW, IDENTICAL)
+DEVICE_VERDICTS = (SPILLS_UP, OCCUPANCY_DOWN, REGISTERS_UP)
+
+# A pass is slower on head in one kernel when it takes SLOWER_RATIO times base's time and
+# SLOWER_MS more; the corpus calls it slower when that holds in SLOWER_KERNELS kernels or more, and
+# in at least half of those that ran it on both sides: one compile's time is noise (a process's
+# first compile pays for what later ones reuse), the same pass slow across a corpus is not.
+SLOWER_RATIO = 3.0
+SLOWER_MS = 1.0
+SLOWER_KERNELS = 3
+
+
+@dataclass(frozen=True)
+class KernelKey:
+    """What names a kernel to a user across two runs of a corpus."""
+
+    origin: str  # the pytest node id, or the script
+    name: str
+    signature: str
+    occurrence: int  # 1 for the first compile of this origin, name and signature
+
+    def label(self) -> str:
+        again = f" #{self.occurrence}" if self.occurrence > 1 else ""
+        return f"{self.origin} {self.name}{again}"
+
+
+@dataclass(frozen=True)
+class Found:
+    """One kernel of one side, and the trace that holds it."""
+
+    key: KernelKey
+    trace: Trace
+    kernel: KernelTrace
+
+
+@dataclass(frozen=True)
+class PassEffect:
+    """The first aligned pass that changed the IR otherwise on the two sides (their inputs differing)."""
+
+    base: PassRecord
+    head: PassRecord
+
+
+@dataclass(frozen=True)
+class SlowerPass:
+    name: str
+    base_ms: float
+    head_ms: float
+
+
+@dataclass(frozen=True)
+class KernelVerdict:
+    key: KernelKey
+    verdict: str
+    base: Found | None
+    head: Found | None
+    comparison: Comparison | None = None
+    first_effect: PassEffect | None = None  # the inputs differ: the first pass that did something else
+    device: tuple[tuple[str, object, object], ...] = ()  # (what, base's, head's) where they differ
+    slower: tuple[SlowerPass, ...] = ()
+    reasons: tuple[str, ...] = field(default=())  # every verdict that applies, the shown one first
+
+    @property
+    def severity(self) -> int:
+        return SEVERITY.index(self.verdict)
+
+
+# --- the kernels of a side ------------------------------------------------------------------
+
+_DEF = re.compile(r"^\s*def (\w+)\((.*?)\)(?:\s*->[^:]*)?:", re.S | re.M)
+
+
+_MATCH_BUFFER = re.compile(r"^\s*(\w+) = T\.match_buffer\(\w+, (\([^)]*\)|\[[^\]]*\]), \"(\w+)\"", re.M)
+
+
+def signature(kernel: KernelTrace, text_of: Callable[[str], str]) -> str:
+    """The kernel's parameters as its first snapshot prints them (whitespace collapsed), with the
+    shape and dtype of each buffer it matches to a handle: tells a sweep's variants apart when
+    their names are the same."""
+    first = next((p.before for p in kernel.passes if p.before), "")
+    text = text_of(first) if first else ""
+    match = next((m for m in _DEF.finditer(text) if m.group(1) == kernel.name), None) or _DEF.search(text)
+    if match is None:
+        return ""
+    params = " ".join(match.group(2).split())
+    buffers = [f"{name}{' '.join(shape.split())} {dtype}" for name, shape, dtype in _MATCH_BUFFER.findall(text[match.end() :])]
+    return "; ".join([params, *buffers]) if buffers else params
+
+
+def side_kernels(traces: Iterable[Trace]) -> list[Found]:
+    """Every kernel of a side's runs with its key, in the order the runs started."""
+    found: list[Found] = []
+    seen: collections.Counter[tuple[str, str, str]] = collections.Counter()
+    for trace in sorted(traces, key=lambda t: (t.run.started, t.path)):
+        origin = trace.run.title or trace.run.script
+        for kernel in trace.kernels:
+            sig = signature(kernel, trace.snapshot)
+            seen[(origin, kernel.name, sig)] += 1
+            found.append(Found(KernelKey(origin, kernel.name, sig, seen[(origin, kernel.name, sig)]), trace, kernel))
+    return found
+
+
+def pair(base: Sequence[Found], head: Sequence[Found]) -> list[tuple[KernelKey, Found | None, Found | None]]:
+    """The two sides' kernels paired by key; one side's alone where the other has none. Base's
+    order first, then head's own kernels."""
+    by_key = {found.key: found for found in head}
+    rows: list[tuple[KernelKey, Found | None, Found | None]] = [(f.key, f, by_key.pop(f.key, None)) for f in base]
+    rows.extend((f.key, None, f) for f in head if f.key in by_key)
+    return rows
+
+
+# --- one pair -------------------------------------------------------------------------------
+
+
+def verdict(key: KernelKey, base: Found | None, head: Found | None, ignore: Sequence[str] = ()) -> KernelVerdict:
+    if base is None or head is None:
+        return KernelVerdict(key, MISSING if head is None else NEW, base, head, reasons=(MISSING if head is None else NEW,))
+    failed = (base.kernel.status is KernelStatus.FAILED, head.kernel.status is KernelStatus.FAILED)
+    result = compare(Side(base.kernel, base.trace.snapshot), Side(head.kernel, head.trace.snapshot), ignore, up_to_renaming=True)
+    device = tuple(device_changes(summarize(base.kernel, base.trace.snapshot), summarize(head.kernel, head.trace.snapshot)))
+    reasons: list[str] = []
+    if failed == (False, True):
+        reasons.append(BROKEN)
+    reasons.extend(name for name in DEVICE_VERDICTS if any(_worse(name, what, a, b) for what, a, b in device))
+    code = code_difference(base, head, result)
+    if failed == (True, False):
+        reasons.append(FIXED)
+    elif failed == (True, True):
+        reasons.append(BOTH_FAIL)
+    elif code:
+        reasons.append(code)
+    elif result.divergence is not None:
+        reasons.append(SAME_CODE)
+    elif result.renamed:
+        reasons.append(RENAMED)
+    slower = tuple(slower_passes(result))
+    reasons.sort(key=SEVERITY.index)
+    shown = reasons[0] if reasons else IDENTICAL
+    effect = first_effect(base, head, result) if result.divergence is not None and result.divergence.kind == "input" else None
+    return KernelVerdict(key, shown, base, head, result, effect, device, slower, tuple(reasons) or (IDENTICAL,))
+
+
+def code_difference(base: Found, head: Found, result: Comparison) -> str | None:
+    """Which generated code differs (DIFFERS: the device's, or the only one; HOST_DIFFERS: the host's
+    alone), compared as the comparison does (up to renaming); None when all of it is the same."""
+
+    def sources(found: Found, side: int, role: str) -> list[str]:
+        steps = sorted((s for s in found.kernel.codegen if s.role == role), key=lambda s: s.seq)
+        return [result.text(side, compiled(step)) for step in steps]
+
+    def alike(a: list[str], b: list[str]) -> bool:
+        return len(a) == len(b) and all(x == y or correspondence(x, y) is not None for x, y in zip(a, b, strict=True))
+
+    roles = [role for role in ("device", "host") if sources(base, 0, role) or sources(head, 1, role)]
+    differing = [role for role in roles if not alike(sources(base, 0, role), sources(head, 1, role))]
+    if not differing:
+        return None
+    return HOST_DIFFERS if differing == ["host"] and "device" in roles else DIFFERS
+
+
+def device_changes(a: DeviceSummary | None, b: DeviceSummary | None) -> list[tuple[str, object, object]]:
+    """(what, base's, head's) for the numbers the gate reads, where both sides have them and they differ."""
+    if a is None or b is None or a.resources is None or b.resources is None:
+        return []
+    out: list[tuple[str, object, object]] = []
+    for name in ("registers", "spill_stores", "spill_loads", "shared_static", "stack"):
+        left, right = getattr(a.resources, name), getattr(b.resources, name)
+        if left != right:
+            out.append((name, left, right))
+    warps = (a.occupancy.warps_per_sm if a.occupancy else None, b.occupancy.warps_per_sm if b.occupancy else None)
+    if warps[0] != warps[1]:
+        out.append(("warps_per_sm", *warps))
+    counts_a, counts_b = dict(a.counts), dict(b.counts)
+    if counts_a and counts_b:
+        for kind in dict.fromkeys([*counts_a, *counts_b]):
+            if counts_a.get(kind, 0) != counts_b.get(kind, 0):
+                out.append((f"instructions {kind}", counts_a.get(kind, 0), counts_b.get(kind, 0)))
+    return out
+
+
+def _worse(verdict_name: str, what: str, base: object, head: object) -> bool:
+    if not isinstance(base, int) or not isinstance(head, int):
+        return False
+    if verdict_name == SPILLS_UP:
+        return what in ("spill_stores", "spill_loads") and head > base
+    if verdict_name == OCCUPANCY_DOWN:
+        return what == "warps_per_sm" and head < base
+    return what == "registers" and head > base
+
+
+def slower_passes(result: Comparison) -> list[SlowerPass]:
+    """Aligned passes that took at least SLOWER_RATIO times as long on head, and SLOWER_MS more."""
+    out = []
+    for row in result.rows:
+        if row.a is None or row.b is None:
+            continue
+        if row.b.ms >= SLOWER_RATIO * row.a.ms and row.b.ms - row.a.ms >= SLOWER_MS:
+            out.append(SlowerPass(row.b.name, row.a.ms, row.b.ms))
+    return out
+
+
+@dataclass(frozen=True)
+class CorpusSlower:
+    """A pass slower on head across the corpus: in `slow` of the `ran` kernels that ran it on both sides."""
+
+    name: str
+    slow: int
+    ran: int
+    base_ms: float  # medians over the kernels it was slow in
+    head_ms: float
+
+
+def corpus_slower(verdicts: Iterable[KernelVerdict]) -> list[CorpusSlower]:
+    """Passes slower on head in SLOWER_KERNELS kernels or more, and in half of those that ran them."""
+    ran: collections.Counter[str] = collections.Counter()
+    slow: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
+    for v in verdicts:
+        if v.comparison is None:
+            continue
+        for name in {row.b.name for row in v.comparison.rows if row.a is not None and row.b is not None}:
+            ran[name] += 1
+        per_kernel: dict[str, tuple[float, float]] = {}  # a pass that runs several times: its times summed, once per kernel
+        for found in v.slower:
+            base_ms, head_ms = per_kernel.get(found.name, (0.0, 0.0))
+            per_kernel[found.name] = (base_ms + found.base_ms, head_ms + found.head_ms)
+        for name, times in per_kernel.items():
+            slow[name].append(times)
+    out = []
+    for name, times in slow.items():
+        if len(times) >= SLOWER_KERNELS and 2 * len(times) >= ran[name]:
+            out.append(CorpusSlower(name, len(times), ran[name], statistics.median(a for a, _ in times), statistics.median(b for _, b in times)))
+    return sorted(out, key=lambda s: -(s.head_ms - s.base_ms) * s.slow)
+
+
+def first_effect(base: Found, head: Found, result: Comparison) -> PassEffect | None:
+    """The inputs differ already (another frontend): the first aligned pass, both sides having run
+    it, that changed the IR otherwise than the other side's -- lines removed and added, compared as
+    text after the comparison's normalisation (names derived from the kernel's), so that what each
+    side was given apart from the pass's own edit does not count. A pass whose edit differs because
+    a pass nested in it does names the nested one (the innermost)."""
+    norm = Normaliser(renames_between(Side(base.kernel, base.trace.snapshot), Side(head.kernel, head.trace.snapshot)))
+
+    def differs(a: PassRecord, b: PassRecord) -> bool:
+        if (a.status, b.status) == (PassStatus.UNCHANGED, PassStatus.UNCHANGED):
+            return False
+        mine = edit_of(norm(0, base.trace.snapshot(a.before)), norm(0, base.trace.snapshot(a.after)))
+        theirs = edit_of(norm(1, head.trace.snapshot(b.before)), norm(1, head.trace.snapshot(b.after)))
+        return mine != theirs
+
+    rows = [(row.a, row.b) for row in result.rows if row.a is not None and row.b is not None]
+    found = next(((a, b) for a, b in rows if differs(a, b)), None)
+    while found is not None:
+        outer_a, outer_b = found
+        inner = next(((a, b) for a, b in rows if a.parent == outer_a.seq and b.parent == outer_b.seq and differs(a, b)), None)
+        if inner is None:
+            return PassEffect(outer_a, outer_b)
+        found = inner
+    return None
+
+
+def edit_of(before: str, after: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a pass did to a text: the lines it removed and the lines it added (each sorted, indent
+    kept), from a minimal diff."""
+    old, new = split_lines(before), split_lines(after)
+    kept_old, kept_new = set(), set()
+    for i, j in myers(old, new):
+        kept_old.add(i)
+        kept_new.add(j)
+    removed = tuple(sorted(line for i, line in enumerate(old) if i not in kept_old))
+    added = tuple(sorted(line for j, line in enumerate(new) if j not in kept_new))
+    return removed, added
+
+
+def regress(base: Iterable[Trace], head: Iterable[Trace], ignore: Sequence[str] = ()) -> list[KernelVerdict]:
+    """Every kernel of the two sides with its verdict, most severe first (then in base's order)."""
+    rows = pair(side_kernels(base), side_kernels(head))
+    verdicts = [verdict(key, a, b, ignore) for key, a, b in rows]
+    order = {id(v): i for i, v in enumerate(verdicts)}
+    return sorted(verdicts, key=lambda v: (v.severity, order[id(v)]))
+
+
+def counts(verdicts: Iterable[KernelVerdict]) -> dict[str, int]:
+    found = collections.Counter(v.verdict for v in verdicts)
+    return {name: found[name] for name in SEVERITY if found[name]}

@@ -1,0 +1,146 @@
+"""What lower-trace regress says: one line per kernel, most severe first, with its evidence (the
+terminal and ``--markdown``), or one object per kernel (``--json``, the summary page's data)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from lower_trace.analysis.regress import IDENTICAL, SEVERITY, KernelVerdict, corpus_slower, counts
+from lower_trace.model import PassRecord
+from lower_trace.render.compare_view import renaming_text
+from lower_trace.text_safety import plural, printable
+
+_UNITS = {"spill_stores": " B", "spill_loads": " B", "shared_static": " B", "stack": " B"}
+
+
+def _pass(record: PassRecord | None) -> str:
+    return f"{record.seq} {record.name}" if record is not None else "?"
+
+
+def evidence(verdict: KernelVerdict) -> list[str]:
+    """The facts behind a verdict, each a short phrase, the most telling first."""
+    out: list[str] = []
+    for what, a, b in verdict.device:
+        unit = _UNITS.get(what, "")
+        out.append(f"{what.replace('_', ' ')} {a}{unit} → {b}{unit}")
+    base, head, result = verdict.base, verdict.head, verdict.comparison
+    if base is None or head is None:
+        found = base or head
+        assert found is not None
+        out.append(f"{found.kernel.kernel_id} in {found.trace.path}")
+        return out
+    for label, found in (("base", base), ("head", head)):
+        error = found.kernel.error
+        if error is not None:
+            out.append(f"{label} fails: {error.type}: {printable(error.message.splitlines()[0] if error.message else '')}")
+    if result is not None and not result.equivalent:
+        divergence = result.divergence
+        if divergence is None:
+            out.append("every pass alike; the generated sources differ")
+        elif divergence.kind == "behaves differently":
+            out.append(f"first differs at {_pass(divergence.b)} (same input, other output)")
+        elif divergence.kind == "one-sided":
+            side = "base" if divergence.a is not None else "head"
+            out.append(f"first differs at {_pass(divergence.a or divergence.b)} (runs on {side} only and changes the IR)")
+        elif verdict.first_effect is not None:
+            a, b = verdict.first_effect.base, verdict.first_effect.head
+            where = f"{b.seq} {b.name}" if a.seq == b.seq else f"{b.name} (base {a.seq}, head {b.seq})"
+            out.append(f"inputs differ; first pass that did otherwise: {where}")
+        else:
+            out.append("inputs differ; every aligned pass changed the IR alike")
+        for side, label in ((0, "base"), (1, "head")):
+            changed = [row.a if side == 0 else row.b for row in result.changed_on_one_side(side)]
+            if changed:
+                names = ", ".join(record.name for record in changed[:3] if record is not None)
+                more = f" (+{len(changed) - 3})" if len(changed) > 3 else ""
+                out.append(f"changes the IR on {label} only: {names}{more}")
+    elif result is not None and result.renamed:
+        out.append(f"renamed: {renaming_text(result.renamed, limit=3)}")
+    return out
+
+
+def slower_lines(verdicts: Sequence[KernelVerdict]) -> list[str]:
+    """The passes slower on head across the corpus (analysis.regress.corpus_slower), a line each."""
+    return [
+        f"{s.name}: {s.head_ms / max(s.base_ms, 1e-3):.1f}x slower on head in {s.slow} of {s.ran} kernels (median {s.base_ms:.1f} → {s.head_ms:.1f} ms)"
+        for s in corpus_slower(verdicts)
+    ]
+
+
+def write_summary(stream: TextIO, verdicts: Sequence[KernelVerdict], header: Sequence[str], footer: Sequence[str] = ()) -> None:
+    for line in header:
+        stream.write(line + "\n")
+    width = max((len(v.verdict) for v in verdicts), default=10)
+    name_width = min(60, max((len(v.key.label()) for v in verdicts), default=10))
+    for v in verdicts:
+        facts = "; ".join(evidence(v)) if v.verdict != IDENTICAL else ""
+        stream.write(f"  {v.verdict:<{width}}  {printable(v.key.label()):<{name_width}}  {facts}".rstrip() + "\n")
+    stream.write(count_line(verdicts) + "\n")
+    for line in slower_lines(verdicts):
+        stream.write(f"compile time: {line}\n")
+    for line in footer:
+        stream.write(line + "\n")
+
+
+def count_line(verdicts: Sequence[KernelVerdict]) -> str:
+    if not verdicts:
+        return "no kernel was compiled on either side"
+    return f"{plural(len(verdicts), 'kernel')}: " + ", ".join(f"{n} {name}" for name, n in counts(verdicts).items())
+
+
+def write_markdown(stream: TextIO, verdicts: Sequence[KernelVerdict], sides: Sequence[str]) -> None:
+    """A pull-request comment: the counts, then a table of every kernel that is not identical."""
+    stream.write("### lower-trace regress\n\n")
+    for line in sides:
+        stream.write(f"- {line}\n")
+    stream.write(f"\n**{count_line(verdicts)}**\n\n")
+    for line in slower_lines(verdicts):
+        stream.write(f"- compile time: {line}\n")
+    changed = [v for v in verdicts if v.verdict != IDENTICAL]
+    if not changed:
+        stream.write("Every kernel compiles to identical code.\n")
+        return
+    stream.write("| verdict | kernel | evidence |\n| --- | --- | --- |\n")
+    for v in changed:
+        cells = [v.verdict, f"`{v.key.label()}`", "; ".join(evidence(v))]
+        stream.write("| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + " |\n")
+
+
+def as_json(verdict: KernelVerdict, page: str = "") -> dict[str, Any]:
+    key, result = verdict.key, verdict.comparison
+    out: dict[str, Any] = {
+        "origin": key.origin, "kernel": key.name, "signature": key.signature, "occurrence": key.occurrence,
+        "verdict": verdict.verdict, "severity": SEVERITY.index(verdict.verdict), "reasons": list(verdict.reasons),
+        "evidence": evidence(verdict),
+    }  # fmt: skip
+    for label, found in (("base", verdict.base), ("head", verdict.head)):
+        out[label] = None if found is None else {
+            "trace": found.trace.path, "kernel_id": found.kernel.kernel_id, "status": found.kernel.status.value, "ms": found.kernel.ms,
+            "passes": len(found.kernel.passes), "error": found.kernel.error.type if found.kernel.error else None,
+        }  # fmt: skip
+    if result is not None:
+        divergence = result.divergence
+        out["first_difference"] = None if divergence is None else {
+            "kind": divergence.kind,
+            "base": None if divergence.a is None else {"seq": divergence.a.seq, "pass": divergence.a.name},
+            "head": None if divergence.b is None else {"seq": divergence.b.seq, "pass": divergence.b.name},
+        }  # fmt: skip
+        out["first_effect"] = None if verdict.first_effect is None else {
+            "base": {"seq": verdict.first_effect.base.seq, "pass": verdict.first_effect.base.name},
+            "head": {"seq": verdict.first_effect.head.seq, "pass": verdict.first_effect.head.name},
+        }  # fmt: skip
+        out["changed_on_one_side"] = {
+            label: [getattr(row, attr).name for row in result.changed_on_one_side(side)] for side, label, attr in ((0, "base", "a"), (1, "head", "b"))
+        }
+        out["only_base"] = [record.name for record in result.only_a]
+        out["only_head"] = [record.name for record in result.only_b]
+        out["renamed"] = [list(pair) for pair in result.renamed]
+    out["device"] = {what: [a, b] for what, a, b in verdict.device}
+    out["slower"] = [{"pass": s.name, "base_ms": s.base_ms, "head_ms": s.head_ms} for s in verdict.slower]
+    out["compare_page"] = page
+    return out
+
+
+def slower_json(verdicts: Sequence[KernelVerdict]) -> list[dict[str, Any]]:
+    return [{"pass": s.name, "kernels": s.slow, "ran": s.ran, "base_ms": s.base_ms, "head_ms": s.head_ms} for s in corpus_slower(verdicts)]
