@@ -18,8 +18,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from trace_size import ONE  # noqa: E402
-
+from trace_size import ONE
 
 
 def main() -> int:

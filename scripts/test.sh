@@ -15,6 +15,7 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 MATRIX="${LOWER_TRACE_MATRIX:-tilelang-0.1.15 tilelang-0.1.13 tilelang-0.1.9 tvm-0.27}"
+ACROSS=(testing/integration/test_regress_versions.py testing/integration/test_version_bisect.py)  # need every venv built
 LOGS="$(mktemp -d "${TMPDIR:-/tmp}/lower-trace-tests.XXXXXX")"
 trap 'rm -rf "$LOGS"' EXIT
 : > "$LOGS/failed"  # one failed part per line, from every job
@@ -29,7 +30,8 @@ flavor_run() {
     return
   fi
   case "$flavor" in
-    tilelang-0.1.15) tests=(-n 2 --dist worksteal testing/unit testing/integration testing/browser "$@") ;;  # both cores: the tests compile real kernels
+    # both cores: the tests compile real kernels. The tests across releases wait for every venv (below).
+    tilelang-0.1.15) tests=(-n 2 --dist worksteal testing/unit testing/integration testing/browser "${ACROSS[@]/#/--ignore=}" "$@") ;;
     tilelang-0.1.*)  tests=(testing/integration/test_legacy_tilelang.py) ;;
     tvm-*)           tests=(testing/integration/test_plain_tvm.py testing/unit) ;;
   esac
@@ -88,11 +90,15 @@ if [ -n "$OTHERS_PID" ]; then
 else  # serial, or tilelang-0.1.15 is not in the matrix
   for flavor in "${OTHERS[@]}"; do flavor_run "$flavor"; done
 fi
-# Across releases: lower-trace regress with 0.1.13 against 0.1.15, once both venvs are built and tested.
-if [[ " $MATRIX " == *" tilelang-0.1.15 "* && " $MATRIX " == *" tilelang-0.1.13 "* ]] && ! grep -qx "tilelang-0.1.13 (environment)" "$LOGS/failed"; then
-  echo "=== lower-trace tests: tilelang-0.1.13 against tilelang-0.1.15"
-  if ! "$ROOT/.venvs/tilelang-0.1.13/bin/pytest" -p no:cacheprovider -rs testing/integration/test_regress_versions.py; then
-    echo "tilelang-0.1.13 against tilelang-0.1.15" >> "$LOGS/failed"
+# Across releases, once every venv is built (the other flavors build theirs alongside the tests
+# above): lower-trace regress, 0.1.13 against 0.1.15; lower-trace bisect --versions over all three.
+if [[ " $MATRIX " == *" tilelang-0.1.15 "* && " $MATRIX " == *" tilelang-0.1.13 "* ]] && ! grep -q "(environment)" "$LOGS/failed"; then
+  echo "=== lower-trace tests: across TileLang releases"
+  if ! "$ROOT/.venvs/tilelang-0.1.13/bin/pytest" -p no:cacheprovider -rs "${ACROSS[0]}"; then
+    echo "regress across releases" >> "$LOGS/failed"
+  fi
+  if ! "$ROOT/.venvs/tilelang-0.1.15/bin/pytest" -p no:cacheprovider -rs "${ACROSS[1]}"; then
+    echo "bisect across releases" >> "$LOGS/failed"
   fi
 fi
 mapfile -t failed < "$LOGS/failed"

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     """Find the pass that breaks your result: COMMAND (your check: exit 0 good, non-zero bad) is run
-    again and again with only the first N passes (and the required ones), bisecting N."""
+    again and again with only the first N passes (and the required ones), bisecting N. With
+    --versions, find the TileLang release that breaks it instead."""
     from lower_trace.config import default_trace_dir
     from lower_trace.render import bisect_view
     from lower_trace.rerun.bisection import KNOWN_REQUIRED, Bisector, CannotRun, python_command
@@ -29,6 +30,12 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise UsageError("give the check to run after --, e.g. lower-trace bisect -- python check.py (exit 0 = good)")
+    if args.venvs and args.versions is None:
+        raise UsageError("--venvs is the venv cache of --versions: give the releases too, e.g. --versions 0.1.13 0.1.15")
+    if args.versions is not None:  # which release, not which pass: cli/bisect_versions.py
+        from lower_trace.cli.bisect_versions import cmd_bisect_versions
+
+        return cmd_bisect_versions(args, command)
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError(f"--timeout {args.timeout:g}: give the seconds one run may take (more than 0)")
     if args.kernel:
@@ -111,6 +118,13 @@ def add_parser(sub: Any) -> None:
     bis.add_argument(
         "--configs", nargs="?", const="all", metavar="KEY[,KEY]",
         help="instead of bisecting passes, try TileLang's on/off pass configs (all, or these) one at a time",
+    )
+    bis.add_argument(
+        "--versions", nargs="+", metavar="VERSION",
+        help="instead of bisecting passes, find the first TileLang release (of these, oldest first) that makes the check fail",
+    )  # fmt: skip
+    bis.add_argument(
+        "--venvs", metavar="DIR", help="with --versions: the venv cache, one tilelang-VERSION venv per release (default ~/.cache/lower-trace/venvs)"
     )
     add_color(bis)
     bis.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="your check: exit 0 = good, anything else = bad")

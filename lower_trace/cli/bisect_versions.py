@@ -1,0 +1,123 @@
+"""``lower-trace bisect --versions``: the TileLang release that turns the user's check bad.
+
+Each release runs the check in its own venv (regress/versions.py builds and reuses them) with
+tracing on, into <work>/<version>/ (regress/corpus.py, as a side of lower-trace regress runs);
+the last good and the first bad release's traces are then compared kernel by kernel as regress
+compares two sides (analysis/regress.py, render/regress_view.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from lower_trace.cli.selection import UsageError
+
+if TYPE_CHECKING:
+    from lower_trace.model import Trace
+    from lower_trace.regress.corpus import SideRun
+    from lower_trace.regress.sides import Interpreter
+    from lower_trace.regress.versions import Outcome
+
+# bisect's options that choose passes or configs: they mean nothing across releases.
+PASS_OPTIONS = {"kernel": "--kernel", "required": "--required", "no_known_required": "--no-known-required", "configs": "--configs"}
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def cmd_bisect_versions(args: argparse.Namespace, command: list[str]) -> int:
+    from lower_trace.config import default_trace_dir
+    from lower_trace.regress.corpus import run_side
+    from lower_trace.regress.sides import SideError, SideSpec, probe
+    from lower_trace.regress.versions import DEFAULT_CACHE, VenvError, ensure_venv, search
+    from lower_trace.store.layout import new_run_dir
+
+    given = [name for name, flag in PASS_OPTIONS.items() if getattr(args, name, None) not in (None, False, [])]
+    if given:
+        raise UsageError(f"{PASS_OPTIONS[given[0]]} chooses passes and does not apply to --versions (which runs every pass of each release); leave it out")
+    versions = list(args.versions)
+    if len(versions) < 2:
+        raise UsageError("--versions needs two releases or more, oldest first: --versions 0.1.9 0.1.13 0.1.15")
+    if len(set(versions)) != len(versions):
+        raise UsageError(f"--versions {' '.join(versions)}: a release is named twice; name each once, oldest first")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError(f"--timeout {args.timeout:g}: give the seconds one run may take (more than 0)")
+    cache = os.path.abspath(os.path.expanduser(args.venvs or DEFAULT_CACHE))
+    work = os.path.abspath(args.work) if args.work else new_run_dir(os.path.join(default_trace_dir(), "bisect"))
+    if os.path.isdir(work) and os.listdir(work):
+        raise UsageError(f"--work {work}: not empty; name a new folder (each release's traces go in <folder>/<version>)")
+    print(f"bisecting TileLang releases {' '.join(versions)} (oldest first) with: {' '.join(command)}", flush=True)
+    print(f"venvs: {cache}; traces: {work}", flush=True)
+    runs: dict[str, tuple[Interpreter, SideRun]] = {}
+
+    def outcome(version: str) -> Outcome:
+        try:
+            python = ensure_venv(cache, version, say)
+            interpreter = probe(SideSpec(version, python), f"TileLang {version}")
+        except (VenvError, SideError) as exc:
+            print(f"{version}: skipped: {exc}", flush=True)
+            return "skipped"
+        try:
+            run = run_side(version, command, interpreter, os.path.join(work, version), os.getcwd(), timeout=args.timeout)
+        except SideError as exc:
+            raise UsageError(str(exc)) from None
+        runs[version] = (interpreter, run)
+        verdict: Outcome = "good" if run.returncode == 0 else "bad"
+        late = " (stopped: --timeout)" if run.returncode == 124 and args.timeout else ""
+        print(f"{version}: {verdict} (exit {run.returncode}{late}, {run.seconds:.1f} s; log {run.log})", flush=True)
+        return verdict
+
+    try:
+        found = search(versions, outcome)
+    except KeyboardInterrupt:
+        print(f"stopped after {len(runs)} runs; traces so far: {work}", flush=True)
+        return 130
+    if found.kind == "too few":
+        raise UsageError(f"fewer than two of the releases {' '.join(versions)} install and import; name others (pip install tilelang==VERSION must work)")
+    if found.kind == "first bad":
+        print(f"the oldest release, {found.bad}, is already bad: nothing to bisect; add an older release that is good (first)", flush=True)
+        return 1
+    if found.kind == "all good":
+        print(f"every release is good, the newest ({found.good}) included: no bad release to find", flush=True)
+        return 0
+    _compare(runs[found.good], runs[found.bad])
+    print(f"first bad release: {found.bad} (last good: {found.good})", flush=True)
+    return 1
+
+
+def _compare(good: tuple[Interpreter, SideRun], bad: tuple[Interpreter, SideRun]) -> None:
+    """The last good and the first bad release's kernels, compared as lower-trace regress does."""
+    from lower_trace.analysis.regress import regress
+    from lower_trace.render.regress_view import write_summary
+
+    base, head = _load(good[1].folder), _load(bad[1].folder)
+    header = [_line("base (last good)", *good), _line("head (first bad)", *bad)]
+    if not any(t.kernels for t in base) and not any(t.kernels for t in head):
+        for line in header:
+            print(line)
+        print("no kernel was traced in either release: nothing to compare (does the check compile one with TileLang?)")
+        return
+    try:
+        write_summary(sys.stdout, regress(base, head), header)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _line(what: str, interpreter: Interpreter, run: SideRun) -> str:
+    return f"{what}: TileLang {interpreter.tilelang} ({interpreter.python}); exit {run.returncode}, {run.seconds:.1f} s; traces {run.folder}"
+
+
+def _load(folder: str) -> list[Trace]:
+    import warnings
+
+    from lower_trace.store.layout import list_runs
+    from lower_trace.store.reader import TraceDamaged, load_trace
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TraceDamaged)
+        return [load_trace(run) for run in list_runs(folder)] if os.path.isdir(folder) else []
