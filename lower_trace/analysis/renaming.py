@@ -21,6 +21,7 @@ algorithm, held to the same answer by a test).
 
 from __future__ import annotations
 
+import functools
 import keyword
 import re
 from collections.abc import Iterable, Mapping
@@ -202,10 +203,12 @@ def correspondence(a: str, b: str) -> dict[str, str] | None:
     compared with such maps' entries in key order."""
     if a == b:
         return {}
-    found = _token_by_token(tokens(a), tokens(b))
+    lines_a, lines_b = a.splitlines(), b.splitlines()
+    if len(lines_a) != len(lines_b) and _IDENT.sub("", a) != _IDENT.sub("", b):
+        return None  # neither token by token (what lies between names differs) nor line by line
+    found = _token_by_token(_text_tokens(a), _text_tokens(b))
     if found is not None:
         return {wb: wa for wb, wa in found.items() if wb != wa}
-    lines_a, lines_b = a.splitlines(), b.splitlines()
     if len(lines_a) != len(lines_b):
         return None
     mapping: dict[str, str] = {}
@@ -222,6 +225,11 @@ def correspondence(a: str, b: str) -> dict[str, str] | None:
     if _token_by_token(tokens(_sorted_maps(a)), tokens(renamed), mapping) is None:
         return None
     return {wb: wa for wb, wa in mapping.items() if wb != wa}
+
+
+# Whole texts' tokens, kept for a while: a pass's output is the next one's input, and a comparison
+# reads each text more than once.
+_text_tokens = functools.lru_cache(maxsize=32)(tokens)
 
 
 def _token_by_token(ta: Tokens, tb: Tokens, renamed: Mapping[str, str] | None = None) -> dict[str, str] | None:

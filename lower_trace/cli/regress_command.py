@@ -4,6 +4,7 @@ analysis/regress.py pairs and judges, render/regress_view.py says it)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -100,7 +101,7 @@ def side_line(side: dict[str, Any]) -> str:
 def _run_sides(args: argparse.Namespace) -> tuple[str, str, str, list[dict[str, Any]]]:
     from lower_trace.config import default_trace_dir
     from lower_trace.regress.corpus import log_tail, run_side
-    from lower_trace.regress.sides import SideError, SideSpec, parse_configs, probe
+    from lower_trace.regress.sides import SideError, SideSpec, parse_configs
     from lower_trace.store.layout import new_run_dir
 
     command = list(args.command)
@@ -115,22 +116,26 @@ def _run_sides(args: argparse.Namespace) -> tuple[str, str, str, list[dict[str, 
         ]
         if os.path.abspath(specs[0].python) == os.path.abspath(specs[1].python) and specs[0].configs == specs[1].configs:
             raise SideError("the two sides are the same; give --head PYTHON (another TileLang) or --head-config KEY=VALUE (another pass config)")
-        interpreters = [probe(spec, f"--{spec.label}") for spec in specs]
+        interpreters = probe_sides(specs)
     except SideError as exc:
         raise UsageError(str(exc)) from None
     out = os.path.abspath(args.dir) if args.dir else new_run_dir(os.path.join(default_trace_dir(), "regress"))
     if os.path.isdir(out) and os.listdir(out):
         raise UsageError(f"--dir {out}: not empty; name a new folder (each side's traces go in it)")
-    runs, sides = [], []
     for spec, interpreter in zip(specs, interpreters, strict=True):
-        folder = os.path.join(out, spec.label)
         configs = " ".join(f"{k}={json.dumps(v)}" for k, v in interpreter.configs.items())
         print(f"{spec.label}: {interpreter.python} (TileLang {interpreter.tilelang}){' ' + configs if configs else ''} ...", file=sys.stderr, flush=True)
-        try:
-            run = run_side(spec.label, command, interpreter, folder, os.getcwd(), timeout=args.timeout)
-        except SideError as exc:
-            raise UsageError(str(exc)) from None
-        runs.append(run)
+    jobs = [lambda spec=spec, interpreter=interpreter: run_side(spec.label, command, interpreter, os.path.join(out, spec.label), os.getcwd(), args.timeout)
+            for spec, interpreter in zip(specs, interpreters, strict=True)]  # fmt: skip
+    try:
+        # A corpus that spreads itself over the cores (pytest -n) runs one side after the other;
+        # any other runs both sides at once, one core each.
+        runs = [job() for job in jobs] if uses_workers(command) else both(jobs)
+    except SideError as exc:
+        raise UsageError(str(exc)) from None
+    sides = []
+    for spec, interpreter, run in zip(specs, interpreters, runs, strict=True):
+        folder = run.folder
         sides.append({
             "label": spec.label, "folder": folder, "python": interpreter.python, "tilelang": interpreter.tilelang, "configs": interpreter.configs,
             "exit": run.returncode, "seconds": round(run.seconds, 3), "log": run.log,
@@ -141,6 +146,35 @@ def _run_sides(args: argparse.Namespace) -> tuple[str, str, str, list[dict[str, 
             f"{runs[0].log}: {log_tail(runs[0].log)}"
         )
     return runs[0].folder, runs[1].folder, out, sides
+
+
+def probe_sides(specs: list[Any]) -> list[Any]:
+    """Each side's interpreter asked what it has, both at once; one interpreter, asked once."""
+    from lower_trace.regress.sides import SideSpec, probe
+
+    if os.path.abspath(specs[0].python) == os.path.abspath(specs[1].python):
+        both_configs = SideSpec("head", specs[1].python, {**specs[0].configs, **specs[1].configs})
+        owners = {key: spec.label for spec in specs for key in spec.configs}  # whose option names an unknown config
+        found = probe(both_configs, "--head", owners)
+        return [dataclasses.replace(found, configs=dict(spec.configs)) for spec in specs]
+    return both([lambda spec=spec: probe(spec, f"--{spec.label}") for spec in specs])
+
+
+def both(jobs: list[Any]) -> list[Any]:
+    """Two jobs run at once (each starts a process and waits for it); their results in order, or
+    the first one's exception."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        futures = [pool.submit(job) for job in jobs]
+        return [future.result() for future in futures]
+
+
+def uses_workers(command: list[str]) -> bool:
+    """pytest -n N / --numprocesses (xdist): the corpus spreads itself over the cores."""
+    return any(
+        word in ("-n", "--numprocesses") or word.startswith(("-n=", "--numprocesses=")) or (word.startswith("-n") and word[2:].isdigit()) for word in command
+    )
 
 
 def _load(folder: str, label: str) -> list[Trace]:

@@ -83,8 +83,9 @@ print(json.dumps(out))
 """
 
 
-def probe(spec: SideSpec, option: str) -> Interpreter:
-    """Ask the side's interpreter what it has; SideError (one line) when it cannot be a side."""
+def probe(spec: SideSpec, option: str, owners: dict[str, str] | None = None) -> Interpreter:
+    """Ask the side's interpreter what it has; SideError (one line) when it cannot be a side.
+    owners: which side's option gave each config (one interpreter asked for both sides)."""
     python = resolve(spec.python, option)
     try:
         proc = subprocess.run([python, "-c", _PROBE, json.dumps(sorted(spec.configs))], capture_output=True, text=True, timeout=300)
@@ -101,8 +102,9 @@ def probe(spec: SideSpec, option: str) -> Interpreter:
         raise SideError(f"{option} {spec.python}: has no lower-trace, which traces its compiles there; pip install lower-trace into it")
     unknown = found.get("unknown") or []
     if unknown:
+        owner = (owners or {}).get(unknown[0], spec.label)
         raise SideError(
-            f"{flag_of(spec.label)} {unknown[0]}: TileLang {found['tilelang']} at {python} knows no such pass config; see tilelang.transform.PassConfigKey"
+            f"{flag_of(owner)} {unknown[0]}: TileLang {found['tilelang']} at {python} knows no such pass config; see tilelang.transform.PassConfigKey"
         )
     return Interpreter(python, found["tilelang"], dict(spec.configs), bool(found.get("plugin")))
 
