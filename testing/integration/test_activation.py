@@ -58,7 +58,7 @@ def test_a_bad_value_warns_once_and_runs_untraced(run_python, tmp_path):
     assert "OK " in proc.stdout
     lines = [line for line in proc.stderr.splitlines() if line.startswith("lower-trace:")]
     assert lines == [
-        "lower-trace: TL_LOWER_TRACE='verbose' is not a valid mode; use one of terminal, html, both, "
+        "lower-trace: TL_LOWER_TRACE='verbose' is not a valid mode; use one of terminal, html, both, trace, "
         "1/on/true/yes (= html) or 0/off/false/no (off); tracing stays off"
     ]
     # Off for TileLang's own tracer too (it would fall back to html and say "enabled").
