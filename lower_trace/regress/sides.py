@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lower_trace.integrations import side_probe
+
 
 class SideError(Exception):
     """A side cannot be run as given (one line, what to do)."""
@@ -50,45 +52,12 @@ def parse_configs(items: Sequence[str], option: str) -> dict[str, Any]:
     return configs
 
 
-# Run in the side's interpreter: what it has (JSON on stdout).
-_PROBE = r"""
-import json, sys
-out = {"python": sys.executable}
-try:
-    import tilelang
-    out["tilelang"] = str(getattr(tilelang, "__version__", "?"))
-except Exception as exc:
-    out["tilelang_error"] = f"{type(exc).__name__}: {exc}"
-try:
-    import lower_trace
-    # The startup hook (lower_trace_startup.pth) is what turns tracing on from the environment.
-    hooked = any(type(f).__name__ == "LowerTraceTakeover" for f in sys.meta_path)
-    out["lower_trace"] = lower_trace.__version__ if hooked else ""
-except Exception:
-    out["lower_trace"] = ""
-try:
-    from importlib import metadata
-    out["plugin"] = any(e.value.startswith("lower_trace") for e in metadata.entry_points(group="pytest11"))
-except Exception:
-    out["plugin"] = False
-wanted = json.loads(sys.argv[1])
-if wanted and "tilelang" in out:
-    try:
-        from tilelang import tvm
-        known = {str(k) for k in tvm.transform.PassContext.list_configs()}
-        out["unknown"] = [k for k in wanted if k not in known]
-    except Exception as exc:
-        out["unknown_error"] = str(exc)
-print(json.dumps(out))
-"""
-
-
 def probe(spec: SideSpec, option: str, owners: dict[str, str] | None = None) -> Interpreter:
     """Ask the side's interpreter what it has; SideError (one line) when it cannot be a side.
     owners: which side's option gave each config (one interpreter asked for both sides)."""
     python = resolve(spec.python, option)
     try:
-        proc = subprocess.run([python, "-c", _PROBE, json.dumps(sorted(spec.configs))], capture_output=True, text=True, timeout=300)
+        proc = subprocess.run([python, side_probe.__file__, json.dumps(sorted(spec.configs))], capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SideError(f"{option} {spec.python}: cannot be run ({exc}); name a Python interpreter, e.g. .venvs/tilelang-0.1.13/bin/python") from None
     try:
