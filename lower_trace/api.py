@@ -30,6 +30,17 @@ _atexit_registered = False
 _first_start = 0.0
 
 
+class Run(TraceRun):
+    """The run the API hands out. As a notebook cell's value it shows its report inline (IPython's
+    display protocol; render/notebook.py builds it, nothing here imports IPython)."""
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        from lower_trace.render.notebook import run_bundle
+
+        config = self.config
+        return run_bundle(self.report_path, self.run_dir, self.closed, config.writes_report, config.writes_trace, len(self.kernel_summaries))
+
+
 def current_run() -> TraceRun | None:
     """The run being traced now, or None when tracing is off."""
     return _run
@@ -69,7 +80,7 @@ def start(config: Config) -> TraceRun:
             return _run
         if _run is not None:
             _run.close()
-        _run = TraceRun(config, _messages, _PORTS)
+        _run = Run(config, _messages, _PORTS)
         _attach_renderers(_run)
         _first_start = _first_start or _run.info.started
         if not _atexit_registered:

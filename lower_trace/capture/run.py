@@ -12,6 +12,7 @@ tracing degrades; the user's compile never notices.
 
 from __future__ import annotations
 
+import linecache
 import os
 import sys
 import threading
@@ -42,6 +43,14 @@ def spare_core() -> bool:
         return len(os.sched_getaffinity(0)) > 1
     except (AttributeError, OSError):
         return (os.cpu_count() or 1) > 1
+
+
+def _cached_source(path: str) -> str | None:
+    """A file that is not on disk but in linecache: a notebook cell's code (IPython registers each
+    cell there under a made-up file name), so that the source map works for kernels defined in cells."""
+    entry = linecache.cache.get(path)
+    lines = entry[2] if entry is not None and len(entry) > 2 else None
+    return "".join(lines) if lines else None
 
 
 class KernelSummary(NamedTuple):
@@ -239,7 +248,7 @@ class TraceRun:
                     with open(path, encoding="utf-8", errors="surrogateescape") as file:
                         text = file.read()
             except (OSError, ValueError):
-                text = None
+                text = _cached_source(path)
             self._sources[path] = text
         return self._sources[path]
 

