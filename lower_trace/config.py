@@ -283,6 +283,12 @@ def pytest_addopts() -> str:
     return os.environ.get("PYTEST_ADDOPTS", "")
 
 
+def notebook_file() -> str:
+    """The notebook a Jupyter kernel runs for (JPY_SESSION_NAME, set by Jupyter Server 2 for each
+    kernel it starts: the notebook's path); "" when unknown."""
+    return os.environ.get("JPY_SESSION_NAME", "").strip()
+
+
 def default_trace_dir() -> str:
     """TL_LOWER_TRACE_DIR, or ./tmp/lower_trace_dir."""
     return os.environ.get(ENV_DIR, "").strip() or DEFAULT_TRACE_DIR

@@ -36,6 +36,8 @@ CELLS = {
 run""",
     "show_diff": 'lower_trace.show(run, kernel="vector_add", view="diff")',
     "show_source": 'lower_trace.show(run, kernel="scale", view="source", height="50vh")',
+    "show_step": 'lower_trace.show(run, kernel="vector_add", step="tirx.BindTarget")',
+    "show_bad": 'lower_trace.show(run, kernel="vector_add", view="ir")',
     "notes": """from IPython.display import display
 with lower_trace.trace(trace_dir=TRACE_DIR) as still_open:
     display(still_open)
@@ -52,6 +54,9 @@ tilelang.lower(kernels.scale_c(), target="c")""",
 }
 
 
+NOTEBOOK = "tuning-gemm.ipynb"  # the notebook the kernel is told it runs (its runs: tuning-gemm/)
+
+
 def build(trace_dir):
     first = new_code_cell(f"TRACE_DIR = {os.fspath(trace_dir)!r}")
     kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -64,6 +69,7 @@ def execute(folder):
     notebook = build(trace_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TL_LOWER_TRACE", "PYTEST_"))}
     env["PYTHONPATH"] = pythonpath()  # kernels.py
+    env["JPY_SESSION_NAME"] = os.path.join(os.fspath(folder), NOTEBOOK)  # as Jupyter Server tells a kernel its notebook
     client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=600, allow_errors=True, resources={"metadata": {"path": os.fspath(folder)}})
     client.execute(env=env)
     nbformat.write(notebook, os.path.join(folder, "run.ipynb"))

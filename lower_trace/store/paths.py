@@ -13,6 +13,8 @@ import os
 import re
 import sys
 
+from lower_trace.config import notebook_file
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_COMPONENT = 80
 # What a Jupyter kernel's sys.argv[0] is (python -m ipykernel_launcher; -m ipykernel; Colab's own).
@@ -36,8 +38,8 @@ def safe_component(name: str, fallback: str = "unnamed") -> str:
 
 
 def script_name(argv: list[str] | None = None) -> str:
-    """The folder name for the running program: its script's stem, 'notebook' in a Jupyter kernel, or
-    'python' when interactive."""
+    """The folder name for the running program: its script's stem; in a Jupyter kernel the notebook's
+    stem (or 'notebook' when Jupyter does not say which); 'python' when interactive."""
     args = sys.argv if argv is None else argv
     first = args[0] if args else ""
     if not first or first in ("-c", "-"):
@@ -45,6 +47,7 @@ def script_name(argv: list[str] | None = None) -> str:
     stem = os.path.splitext(os.path.basename(first))[0]
     if stem == "__main__":  # python -m package: name it after the package
         stem = os.path.basename(os.path.dirname(first)) or stem
-    if stem in NOTEBOOK_LAUNCHERS:  # a notebook's kernel: its runs are the notebook's, not the launcher's
-        return "notebook"
+    if stem in NOTEBOOK_LAUNCHERS:  # a notebook's kernel: its runs (and working copies) are the notebook's
+        notebook = os.path.splitext(os.path.basename(notebook_file()))[0]
+        return safe_component(notebook, fallback="notebook") if notebook else "notebook"
     return safe_component(stem, fallback="python")

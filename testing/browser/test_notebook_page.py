@@ -88,10 +88,25 @@ def test_the_saved_notebook_shows_each_report_offline(browser, saved):
     trace = load_trace(os.path.dirname(report))
     opened = Opened(browser, path, cdn)
     page = opened.page
-    # The run's value, show(diff), show(source), the magic's run: four frames, each its own report.
-    first, diff, source, magic = _report_frames(page, 4)
+    # The run's value, show(diff), show(source), show(step=), the magic's run: five frames, each its own report.
+    first, diff, source, named, magic = _report_frames(page, 5)
     assert first.url == "about:srcdoc#k1/" + str(_first_changed(trace.kernels[0]))  # opened on the first change
-    assert diff.url.startswith("about:srcdoc#k1") and magic.url.startswith("about:srcdoc#k1")
+    assert magic.url.startswith("about:srcdoc#k1")
+    # show(view="diff") opens on the largest change as the page's own pass list counts it (+added -removed),
+    # among passes that ran no other pass.
+    enclosing = {p.parent for p in trace.kernels[0].passes}
+    counts = diff.eval_on_selector_all(
+        "#passes .step[data-seq]",
+        "rows => rows.map(r => [Number(r.dataset.seq), r.querySelector('.add').textContent, r.querySelector('.del').textContent])",
+    )
+    sizes = {seq: int(add[1:]) + int(removed[1:]) for seq, add, removed in counts if add and seq not in enclosing}
+    largest = int(diff.url.rsplit("/", 1)[1])
+    assert sizes[largest] == max(sizes.values()) and largest == min(seq for seq, size in sizes.items() if size == sizes[largest])
+    assert diff.locator("#detail").inner_text().startswith(f"#{largest} ") and diff.locator("#detail table.diff").count() > 0
+    # show(step="tirx.BindTarget"): that pass's first change.
+    bind = next(p for p in trace.kernels[0].passes if p.name == "tirx.BindTarget" and p.status is PassStatus.CHANGED)
+    assert named.url == f"about:srcdoc#k1/{bind.seq}"
+    assert named.locator("#detail").inner_text().startswith(f"#{bind.seq} tirx.BindTarget")
     scale_codegen = next(step for step in trace.kernels[1].codegen if step.role == "device")
     assert source.url == f"about:srcdoc#k2/{scale_codegen.seq}"
     assert source.locator("#detail").inner_text().startswith(f"#{scale_codegen.seq} device codegen")  # the generated source
@@ -125,7 +140,7 @@ def _first_changed(kernel):
 def test_the_reports_leave_the_notebook_pages_styles_alone(browser, saved):
     _notebook, path, plain, cdn = saved
     with_reports = Opened(browser, path, cdn)
-    _report_frames(with_reports.page, 4)
+    _report_frames(with_reports.page, 5)
     without = Opened(browser, plain, cdn)
     wait_until(without.page, "() => document.readyState === 'complete'")
     look, bare_look = with_reports.page.evaluate(STYLES), without.page.evaluate(STYLES)

@@ -12,6 +12,7 @@ import sys
 import pytest
 
 import notebooks
+from lower_trace.model import PassStatus
 from lower_trace.render.notebook import BASE, start_script
 from lower_trace.store.reader import load_trace
 from support import lower_trace_cli, pythonpath
@@ -38,11 +39,12 @@ def _srcdoc(output):
 
 
 def test_the_run_as_a_cells_value_is_its_own_report_in_a_frame(notebook):
-    assert not [o for cell in notebook.cells for o in cell.outputs if o["output_type"] == "error"]
+    errors = [(i, o) for i, cell in enumerate(notebook.cells) for o in cell.outputs if o["output_type"] == "error"]
+    assert [i for i, _ in errors] == [1 + list(notebooks.CELLS).index("show_bad")], errors  # the one cell meant to fail
     output = _result(notebook, "trace")
     report = notebooks.report_of(output)
-    # Named after the notebook, not after ipykernel_launcher.
-    assert os.path.basename(os.path.dirname(os.path.dirname(report))) == "notebook"
+    # Named after the notebook Jupyter says the kernel runs, not after ipykernel_launcher.
+    assert os.path.basename(os.path.dirname(os.path.dirname(report))) == "tuning-gemm"
     frame = _srcdoc(output)
     assert "width:100%" in frame["style"] and "height:640px" in frame["style"]
     with open(report, encoding="utf-8") as file:
@@ -64,7 +66,20 @@ def test_show_opens_the_frame_on_one_view(notebook):
         page = file.read()
     diff = _result(notebook, "show_diff")
     assert notebooks.report_of(diff) == report
-    assert _srcdoc(diff)["srcdoc"].replace(BASE + start_script(add.kernel_id), "", 1) == page
+    # The diff view opens on a change of the kernel's own (a pass that ran no other); that it is the
+    # largest the page's pass list counts is the browser test's to check.
+    enclosing = {p.parent for p in add.passes}
+    opened = _srcdoc(diff)["srcdoc"].split(BASE, 1)[1].split("</script>", 1)[0]
+    seq = int(opened.split(f"#{add.kernel_id}/", 1)[1].split('"', 1)[0])
+    record = next(p for p in add.passes if p.seq == seq)
+    assert record.status is PassStatus.CHANGED and seq not in enclosing
+    assert _srcdoc(diff)["srcdoc"].replace(BASE + start_script(f"{add.kernel_id}/{seq}"), "", 1) == page
+    # step= opens a named pass: its first run that changed the IR.
+    bind = next(p for p in add.passes if p.name == "tirx.BindTarget" and p.status is PassStatus.CHANGED)
+    assert _srcdoc(_result(notebook, "show_step"))["srcdoc"].replace(BASE + start_script(f"{add.kernel_id}/{bind.seq}"), "", 1) == page
+    # A wrong argument is one line in the notebook, no traceback through lower-trace's code.
+    (error,) = [o for o in notebooks.outputs(notebook, "show_bad") if o["output_type"] == "error"]
+    assert error["traceback"] == ["ShowError: view must be one of diff, source, timing, device, not 'ir'"]
     source = _result(notebook, "show_source")
     device_codegen = next(step for step in scale.codegen if step.role == "device")
     frame = _srcdoc(source)

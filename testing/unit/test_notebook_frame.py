@@ -102,7 +102,11 @@ def test_the_magics_options():
         assert str(raised.value) == f"{said}; usage: {USAGE}"
 
 
-def test_a_jupyter_kernels_runs_are_named_notebook():
+def test_a_jupyter_kernels_runs_are_named_after_its_notebook(monkeypatch):
+    monkeypatch.setenv("JPY_SESSION_NAME", "/home/me/work/tuning-gemm.ipynb")  # what Jupyter Server tells its kernels
+    assert script_name(["/venv/lib/python3.11/site-packages/ipykernel_launcher.py", "-f", "k.json"]) == "tuning-gemm"
+    assert script_name(["kernel.py"]) == "kernel"  # a script is named after itself, notebook or not
+    monkeypatch.delenv("JPY_SESSION_NAME")  # a kernel not told its notebook (an old server, nbclient)
     assert script_name(["/venv/lib/python3.11/site-packages/ipykernel_launcher.py", "-f", "k.json"]) == "notebook"
     assert script_name(["/venv/lib/python3.11/site-packages/ipykernel/__main__.py"]) == "notebook"
     assert script_name(["/home/me/ipykernel_launcher_test.py"]) == "ipykernel_launcher_test"
