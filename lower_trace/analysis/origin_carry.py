@@ -31,7 +31,7 @@ from lower_trace.analysis.origin_rules import (
     _own,
     _tokens,
 )
-from lower_trace.analysis.statements import likeness, statement
+from lower_trace.analysis.statements import Statement, likeness, statement
 from lower_trace.analysis.text_diff import myers, split_lines
 
 
@@ -40,6 +40,7 @@ def carried(before: str, before_origins: Origins, after: str, spans: Spans, sour
     change = _Change(before, before_origins, after, spans, source_of)
     change.own_spans_and_kept_lines()
     change.same_statements()
+    change.same_operation()
     change.library_statements()
     change.built_around()
     change.shared_buffers()
@@ -62,7 +63,7 @@ class _Change:
         self.vague: dict[int, Origin] = {}  # own spans that name a `with` block, not the statement: the last resort
         self.pairs = myers(self.old, self.new)
         self.matched = {j: i for i, j in self.pairs}
-        kept_old = {i for i, _ in self.pairs}
+        kept_old = self.matched_old = {i for i, _ in self.pairs}
         self.removed = [i for i in range(len(self.old)) if i not in kept_old and self.before[i] is not None]
         # The hunks: runs of new lines between kept ones, each with the old lines it replaced.
         self.hunks = [(i0, j0, i1, j1) for (i0, j0), (i1, j1) in itertools.pairwise([(-1, -1), *self.pairs, (len(self.old), len(self.new))]) if j1 - j0 > 1]
@@ -106,18 +107,19 @@ class _Change:
         wanted: dict[object, list[int]] = {}
         for _, j in self._open():
             key = self._key(self.new[j])
-            if key is not None and key in groups:
+            if key is not None and key in groups and any(self._may_be(i, j) for i in groups[key]):
                 wanted.setdefault(key, []).append(j)
         for key, news in wanted.items():
             olds = groups[key]
             if isinstance(key, tuple) and key[0] == "header" and len(olds) != len(news):
                 continue  # `for i in range(4):` of TMA copies' boxes: alike, no buffer tells them apart, and the order fails
             for rank, j in enumerate(news):
-                if len(olds) == len(news):  # as many as it removed: a pass keeps their order (the k-th is the k-th)
+                if len(olds) == len(news) and self._may_be(olds[rank], j):  # as many as it removed: a pass keeps their order
                     best = olds[rank]
                 else:  # more or fewer: the most alike in every name and number, then the one at the same place
                     target = rank * len(olds) // len(news)
-                    best = olds[max(range(len(olds)), key=lambda k: (likeness(self.new[j], self.old[olds[k]]), -abs(k - target)))]
+                    possible = [k for k in range(len(olds)) if self._may_be(olds[k], j)]
+                    best = olds[max(possible, key=lambda k: (likeness(self.new[j], self.old[olds[k]]), -abs(k - target)))]
                 ancestor = self.before[best]
                 assert ancestor is not None
                 if self.old[best].strip() == self.new[j].strip():
@@ -125,6 +127,40 @@ class _Change:
                     self.origins[j] = ancestor if library is None else Origin(ancestor.file, ancestor.line, ancestor.how, library, ancestor.columns)
                 else:
                     self.origins[j] = ancestor.known_as("operands", self.libraries.get(j) or ancestor.library)
+
+    def _may_be(self, i: int, j: int) -> bool:
+        """Removed line i can be new line j rewritten: unless j's own span names TileLang's code
+        (its macro built j: ``max_val[i] = T.max(max_val[i], logits_frag[...])`` of a
+        ``T.reduce_max``) and i was not built there (the user's ``logits_frag[i, j] = ...max_val[i]...``
+        stores to the same buffers, but is another statement). An allocation is its buffer's, whatever
+        its span."""
+        library = self.libraries.get(j)
+        ancestor = self.before[i]
+        return library is None or ancestor is None or ancestor.library == library or statement(self.new[j]).op == "alloc"
+
+    def same_operation(self) -> None:
+        """A statement the pass rewrote with more buffers (it gave ``T.im2col(data, data_shared)`` a
+        barrier): the removed statement of the same operation whose buffers it still uses all of --
+        the one with most of them, when one line's statements are those. A store or an allocation is
+        no operation of its own (any two stores are alike)."""
+        by_op: dict[str, list[int]] = {}
+        for i in self.removed:
+            facts = statement(self.old[i])
+            if facts.op and facts.buffers and facts.op not in ("store", "alloc"):
+                by_op.setdefault(facts.op, []).append(i)
+        for _, j in list(self._open()):
+            facts = statement(self.new[j])
+            ranked = [
+                (len(statement(self.old[i]).buffers), i)
+                for i in by_op.get(facts.op, [])
+                if statement(self.old[i]).buffers <= facts.buffers and self._may_be(i, j)
+            ]  # fmt: skip
+            if not ranked:
+                continue
+            top = max(size for size, _ in ranked)
+            best = [self.before[i] for size, i in ranked if size == top]
+            if len({(o.file, o.line) for o in best if o is not None}) == 1 and best[0] is not None:
+                self.origins[j] = best[0].known_as("operands", self.libraries.get(j) or best[0].library)
 
     @staticmethod
     def _key(line: str) -> object:
@@ -208,27 +244,40 @@ class _Change:
 
     def shared_buffers(self) -> None:
         """A statement of a hunk that uses buffers of the hunk's removed statements: the one it
-        shares the most with (the same operation first), when no statement of another line shares as many."""
+        shares the most with (the same operation first), when no statement of another line shares as
+        many. Sharing a buffer is weak evidence: when a removed statement outside the hunk, of another
+        line, shares more (or as many, and is the same operation where the hunk's is not), the hunk's
+        is only the likelier -- a guess."""
         for (i0, _, i1, _), j in list(self._open()):
             facts = statement(self.new[j])
             if not facts.buffers or facts.op == "alloc":  # a declaration of a parameter is no part of the statement using it
                 continue
             ranked: list[tuple[tuple[int, bool], Origin]] = []
             for i in range(i0 + 1, i1):
-                origin = self.before[i]
-                if origin is None or i in self.matched.values():
-                    continue
-                theirs = statement(self.old[i])
-                shared = len(facts.buffers & theirs.buffers)
-                if shared:
-                    ranked.append(((shared, theirs.op == facts.op), origin))
+                score, origin = self._sharing(facts, i, j), self.before[i]
+                if score is not None and origin is not None:
+                    ranked.append((score, origin))
             if not ranked:
                 continue
             top = max(score for score, _ in ranked)
             places = {(o.file, o.line) for score, o in ranked if score == top}
             if len(places) == 1:
                 origin = next(o for score, o in ranked if score == top)
+                elsewhere = (self._sharing(facts, i, j, places) for i in self.removed if not i0 < i < i1)
+                if any(score is not None and score > top for score in elsewhere):
+                    self.origins[j] = Origin(origin.file, origin.line, GUESS, self.libraries.get(j))
+                    continue
                 self.origins[j] = _allocation(self.new[j], origin, self.source_of) or origin.known_as("operands", self.libraries.get(j))
+
+    def _sharing(self, facts: Statement, i: int, j: int, but: set[tuple[str, int]] | None = None) -> tuple[int, bool] | None:
+        """How much removed line i's statement shares with new line j's (`facts`): (buffers in common,
+        the same operation); None when nothing, when i cannot be j (see _may_be), or i is from a place in `but`."""
+        origin = self.before[i]
+        if origin is None or i in self.matched_old or (but is not None and (origin.file, origin.line) in but) or not self._may_be(i, j):
+            return None
+        theirs = statement(self.old[i])
+        shared = len(facts.buffers & theirs.buffers)
+        return (shared, theirs.op == facts.op) if shared else None
 
     # --- guesses ---------------------------------------------------------------------------------
 

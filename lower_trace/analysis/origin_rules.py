@@ -10,16 +10,21 @@ Facts first, guesses last. A line's origin is, in this order:
 3. the statement it was before the pass, by what the IR says: the same operation on the same
    buffers (``T.initialize_wgmma_descriptor(desc_a, K_tile)`` rewritten, renamed or moved is
    still the descriptor of K_tile; of several alike, the one with the same arguments, else the
-   k-th for the k-th) -- ``operands``;
+   k-th for the k-th), then the same operation on those buffers and more (``T.im2col(data,
+   data_shared)`` given a barrier by warp specialisation) -- ``operands``. A statement whose own
+   span names TileLang's code is never a removed statement that was not built there (a
+   ``T.reduce_max``'s ``max_val[i] = T.max(max_val[i], logits_frag[...])`` is no rewrite of the
+   user's ``logits_frag[i, j] = ...max_val[i]...``, though both store to those buffers): rule 4;
 4. for a statement TileLang's own code built (its span names the library), the user's statement
    it expands: the block TileLang made of the user's statement it sits in (the ``_gemm_ssr``
-   block of a ``T.gemm``), else the user's line between the spanned statements beside it
-   (``T.reduce_max`` between a ``T.copy`` and a ``T.Parallel``) -- ``call``;
+   block of a ``T.gemm``, the loops of a ``T.reduce_max``), else the user's line between the
+   spanned statements beside it (``T.reduce_max`` between a ``T.copy`` and a ``T.Parallel``) -- ``call``;
 5. a loop or branch a pass made around one statement's lowering (a TMA copy's boxes): that
    statement's -- ``body``; a buffer's allocation: the user's ``T.alloc_`` line -- ``allocation``;
 6. a statement of the pass's hunk that uses buffers one removed statement used, and no other
    (``delta_local[0:2] = delta[...]`` split off ``ds[i] = p[i] * (dp[i] - delta[...])``) --
-   ``operands``;
+   ``operands``; sharing a buffer is the weakest fact: when a removed statement of another line,
+   outside the hunk, shares more (or as many and is the same operation), the hunk's is a guess;
 7. only then guesses, marked ``guess``: the removed line it is most like, the statement it sits in
    (for a loop of the user's: the body line it computes, not the loop's), the hunk's first line.
 

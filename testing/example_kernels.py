@@ -1,0 +1,148 @@
+"""Kernels from TileLang's own examples (examples/topk, examples/convolution,
+examples/cast/per_token_cast_to_fp8), as written there, in the lazy ``@tilelang.jit`` style with
+``T.const`` shapes. Lines the source-map tests ask about carry marker comments (``# @name``,
+testing/marked_kernels.py's convention): the tests find each marker's line in this file itself.
+Each ``*_tir`` builder returns the kernel's ``T.prim_func`` (``get_tir``) for sizes small enough to lower on the CPU.
+(No ``from __future__ import annotations``: TileLang evaluates the annotations.)"""
+
+import re
+
+import tilelang
+import tilelang.language as T
+
+
+def markers() -> dict[str, int]:
+    """{marker name: its line in this file}."""
+    found = {}
+    with open(__file__, encoding="utf-8") as source:
+        for number, line in enumerate(source, start=1):
+            match = re.search(r"# @([a-z0-9_]+)\s*$", line)
+            if match:
+                found[match.group(1)] = number
+    return found
+
+
+@tilelang.jit
+def tl_topk(logits, topk, blk_m, threads=128):
+    M, N = T.const("M, N")
+    dtype = T.float32
+
+    logits: T.Tensor([M, N], dtype)
+    topk_gates = T.empty([M, topk], dtype)
+    topk_indices = T.empty([M, topk], T.int32)
+
+    with T.Kernel(T.ceildiv(M, blk_m), threads=threads) as bx:
+        logits_frag = T.alloc_fragment([blk_m, N], dtype=dtype)
+        max_val = T.alloc_fragment([blk_m], dtype=dtype)
+        expand_max_idx = T.alloc_fragment([blk_m, N], T.int32)
+        max_idx = T.alloc_fragment([blk_m], T.int32)
+
+        T.copy(logits[bx * blk_m, 0], logits_frag)
+
+        for k in T.serial(topk):
+            T.fill(expand_max_idx, -1)
+            T.reduce_max(logits_frag, max_val, dim=1, clear=True)  # @topk_reduce_val
+
+            for i, j in T.Parallel(blk_m, N):
+                expand_max_idx[i, j] = T.if_then_else(max_val[i] == logits_frag[i, j], j, expand_max_idx[i, j])
+
+            T.reduce_max(expand_max_idx, max_idx, dim=1, clear=True)  # @topk_reduce_idx
+
+            for i, j in T.Parallel(blk_m, N):
+                logits_frag[i, j] = T.if_then_else(max_val[i] == logits_frag[i, j], -10000.0, logits_frag[i, j])  # @topk_mask
+
+            for i in T.Parallel(blk_m):
+                topk_gates[bx * blk_m + i, k] = max_val[i]
+                topk_indices[bx * blk_m + i, k] = max_idx[i]
+
+    return topk_gates, topk_indices
+
+
+def tl_topk_tir(M=64, N=64, topk=4, blk_m=64):
+    """examples/topk: per row, the top-k values and indices; two T.reduce_max and an element-wise
+    loop that all use logits_frag and max_val."""
+    return tl_topk.get_tir(M=M, N=N, topk=topk, blk_m=blk_m)
+
+
+@tilelang.jit
+def convolution(data, kernel, S, D, P, block_M, block_N, block_K, num_stages, threads, dtype=T.float16, accum_dtype=T.float32):
+    N, C, H, W, F, K = T.const("N, C, H, W, F, K")
+    KH, KW = K, K
+    OH = (H + 2 * P - D * (K - 1) - 1) // S + 1
+    OW = (W + 2 * P - D * (K - 1) - 1) // S + 1
+    dtype = T.float16
+    accum_dtype = T.float32
+
+    data: T.Tensor((N, H, W, C), dtype)
+    kernel: T.Tensor((KH, KW, C, F), dtype)
+    out = T.empty((N, OH, OW, F), dtype)
+
+    with T.Kernel(T.ceildiv(F, block_N), T.ceildiv(N * OH * OW, block_M), threads=threads) as (bx, by):
+        data_shared = T.alloc_shared((block_M, block_K), dtype)
+        kernel_shared = T.alloc_shared((block_K, block_N), dtype)
+        out_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+        out_shared = T.alloc_shared((block_M, block_N), dtype)
+
+        kernel_flat = T.Tensor((KH * KW * C, F), dtype, kernel.data)
+        out_flat = T.Tensor((N * OH * OW, F), dtype, out.data)
+
+        T.clear(out_local)
+        for k_iter in T.Pipelined(T.ceildiv(KH * KW * C, block_K), num_stages=num_stages):
+            T.im2col(data, data_shared, by, k_iter, KH, S, D, P)  # @conv_im2col
+            T.copy(kernel_flat[k_iter * block_K, bx * block_N], kernel_shared)  # @conv_copy
+            T.gemm(data_shared, kernel_shared, out_local)  # @conv_gemm
+
+        T.copy(out_local, out_shared)
+        T.copy(out_shared, out_flat[by * block_M, bx * block_N])
+
+    return out
+
+
+def convolution_tir(N=2, C=64, H=16, W=16, F=64, K=3, S=1, D=1, P=1, block_M=64, block_N=64, block_K=32, num_stages=2, threads=128):
+    """examples/convolution: an implicit GEMM; on sm_90a T.im2col becomes a TMA im2col load into
+    data_shared, which the T.gemm reads."""
+    return convolution.get_tir(
+        N=N, C=C, H=H, W=W, F=F, K=K, S=S, D=D, P=P, block_M=block_M, block_N=block_N, block_K=block_K, num_stages=num_stages, threads=threads
+    )
+
+
+@tilelang.jit
+def per_token_cast_to_fp8(X, blk_m):
+    M, N = T.const("M, N")
+    dtype = T.float
+    group_size = 128
+    fp8_min = -448.0
+    fp8_max = 448.0
+
+    X: T.Tensor((M, N), dtype)
+    X_fp8 = T.empty((M, N), T.float8_e4m3fn)
+    X_amax = T.empty((M, T.ceildiv(N, group_size)), dtype)
+
+    with T.Kernel(T.ceildiv(M, blk_m), T.ceildiv(N, group_size), threads=128) as (bx, by):
+        row = bx
+        row_g_id = by
+        y_local = T.alloc_fragment((blk_m, group_size), dtype)
+        y_amax_local = T.alloc_fragment((blk_m,), dtype)
+        y_s_local = T.alloc_fragment((blk_m,), dtype)
+        y_q_local = T.alloc_fragment((blk_m, group_size), dtype)
+        y_q_local_fp8 = T.alloc_fragment((blk_m, group_size), T.float8_e4m3fn)
+
+        T.copy(X[row * blk_m : (row + 1) * blk_m, row_g_id * group_size : (row_g_id + 1) * group_size], y_local)
+        T.reduce_absmax(y_local, y_amax_local, dim=1)  # @cast_absmax
+        for i in T.Parallel(blk_m):
+            y_amax_local[i] = T.max(y_amax_local[i], 1e-4)  # @cast_clamp_amax
+            y_s_local[i] = y_amax_local[i] / fp8_max
+        for i, j in T.Parallel(blk_m, group_size):
+            y_q_local[i, j] = T.clamp(y_local[i, j] / y_s_local[i], fp8_min, fp8_max)
+        T.copy(y_q_local, y_q_local_fp8)
+        for i in T.Parallel(blk_m):
+            X_amax[row * blk_m + i, row_g_id] = y_s_local[i]
+        T.copy(y_q_local_fp8, X_fp8[row * blk_m : (row + 1) * blk_m, row_g_id * group_size : (row_g_id + 1) * group_size])
+
+    return X_fp8, X_amax
+
+
+def per_token_cast_to_fp8_tir(M=64, N=256, blk_m=8):
+    """examples/cast: per row group, the absolute maximum (T.reduce_absmax, whose lowering starts by
+    zeroing y_amax_local), then the fp8 cast; the next line also stores to y_amax_local."""
+    return per_token_cast_to_fp8.get_tir(M=M, N=N, blk_m=blk_m)
