@@ -184,7 +184,7 @@ class _Change:
             if inside is not None and inside.certain and not _HEADER.match(self.new[j]) and self._in_expansion(j):
                 self.origins[j] = inside.known_as("call", library)
                 continue
-            call = _call_site(self.new, self.origins, j, library, self.source_of)
+            call = _call_site(self.new, self.origins, j, self.libraries, self.source_of)
             if call is not None:
                 self.origins[j] = call
             elif inside is not None:

@@ -17,8 +17,12 @@ Facts first, guesses last. A line's origin is, in this order:
    user's ``logits_frag[i, j] = ...max_val[i]...``, though both store to those buffers): rule 4;
 4. for a statement TileLang's own code built (its span names the library), the user's statement
    it expands: the block TileLang made of the user's statement it sits in (the ``_gemm_ssr``
-   block of a ``T.gemm``, the loops of a ``T.reduce_max``), else the user's line between the
-   spanned statements beside it (``T.reduce_max`` between a ``T.copy`` and a ``T.Parallel``) -- ``call``;
+   block of a ``T.gemm``, the loops of a ``T.reduce_max``), else the user's statement between the
+   spanned statements beside it (``T.reduce_max`` between a ``T.copy`` and a ``T.Parallel``; the
+   user's statements read off the file with Python's parser, so a multi-line call's closing line
+   is none) -- ``call``. Of several there (two ``T.reduce_sum`` in a row), the k-th start of the
+   macro's statements (its first library line again) is the k-th statement's; a block built
+   around a statement of one of them is that one's -- ``body``; otherwise a guess;
 5. a loop or branch a pass made around one statement's lowering (a TMA copy's boxes): that
    statement's -- ``body``; a buffer's allocation: the user's ``T.alloc_`` line -- ``allocation``;
 6. a statement of the pass's hunk that uses buffers one removed statement used, and no other
@@ -35,6 +39,7 @@ An origin found from a guess stays a guess through every later pass.
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from collections.abc import Callable
@@ -142,7 +147,7 @@ def standalone(text: str, spans: Spans, source_of: SourceOf = _no_source) -> Ori
             libraries[i] = library
     for i in range(len(lines)):
         if origins[i] is None and i in libraries:
-            origins[i] = _call_site(lines, origins, i, libraries[i], source_of)
+            origins[i] = _call_site(lines, origins, i, libraries, source_of)
     depths = _depths(lines)
     for i in range(len(lines)):
         if origins[i] is None and (i in libraries or lines[i].strip()):
@@ -171,42 +176,93 @@ def _allocation(line: str, near: Origin, source_of: SourceOf) -> Origin | None:
     return None
 
 
-def _call_site(lines: list[str], origins: Origins, i: int, library: tuple[str, int], source_of: SourceOf) -> Origin | None:
+def _call_site(lines: list[str], origins: Origins, i: int, libraries: dict[int, tuple[str, int]], source_of: SourceOf) -> Origin | None:
     """A statement TileLang's own code built among the user's (``T.reduce_max`` is a macro: its
-    statement's span is in reduce_op.py) comes from the user's line between its neighbours: the
-    nearest statements beside it, in the same block, with spans of their own. Of the lines
-    between those two in the user's file, the first at the neighbour's indentation (not a
-    continuation, not a loop's body)."""
+    statement's span is in reduce_op.py) comes from a user statement between its neighbours: the
+    nearest statements beside it, in the same block, with spans of their own. The user's
+    statements there are read off the source with Python's parser (a multi-line call's closing
+    line is no statement). One of them: that one. Several (two ``T.reduce_sum`` in a row): the
+    macro's statements, in order, start again at the same library line for each call; when they
+    start as many times as there are statements, the k-th start is the k-th statement's, else
+    it is a guess."""
     depth = _indent(lines[i])
 
-    def neighbour(step: int) -> Origin | None:
+    def neighbour(step: int) -> tuple[int, Origin | None]:
+        """(index, origin) of the nearest spanned statement at i's depth that way; (the block's edge, None) without one."""
         k = i + step
         while 0 <= k < len(lines):
             if lines[k].strip():
                 if _indent(lines[k]) < depth:
-                    return None  # the block ends
+                    return k, None  # the block ends
                 found = origins[k]
                 if _indent(lines[k]) == depth and found is not None and found.how == "span":
-                    return found
+                    return k, found
             k += step
-        return None
+        return k, None
 
-    before, after = neighbour(-1), neighbour(1)
+    (low, before), (high, after) = neighbour(-1), neighbour(1)
     file = before.file if before is not None else after.file if after is not None else ""
     source = source_of(file) if file else None
     if not source:
         return None
     if after is not None and after.file != file:
         after = None
-    if before is not None:
-        candidates = range(before.line + 1, after.line if after is not None else len(source) + 1)
-        indent = _indent(source[before.line - 1]) if before.line <= len(source) else -1
-    elif after is not None:
-        candidates = range(after.line - 1, 0, -1)
-        indent = _indent(source[after.line - 1]) if after.line <= len(source) else -1
-    else:
+    candidates = _statements_between(source, before, after)
+    if not candidates:
         return None
-    for number in candidates:
+    library = libraries[i]
+    if len(candidates) == 1:
+        return Origin(file, candidates[0], "call", library)
+    inner = _spanned_inside(lines, origins, i, file)
+    if inner in candidates:  # a block TileLang built around a user statement's own: that statement's
+        return Origin(file, inner, "body", library)
+    # The macro's top-level statements in this gap, in order: a call starts where its first span comes again.
+    gap = [libraries[k] for k in range(low + 1, high) if k in libraries and lines[k].strip() and _indent(lines[k]) == depth]
+    starts = [n for n, span in enumerate(gap) if span == gap[0]]
+    mine = sum(1 for k in range(low + 1, i + 1) if k in libraries and lines[k].strip() and _indent(lines[k]) == depth and libraries[k] == gap[0])
+    index = max(0, mine - 1)
+    if len(starts) == len(candidates):
+        return Origin(file, candidates[index], "call", library)
+    return Origin(file, candidates[min(index, len(candidates) - 1)], GUESS, library)
+
+
+def _spanned_inside(lines: list[str], origins: Origins, i: int, file: str) -> int | None:
+    """The one line of `file` that the statements nested in line i certainly come from (None: none,
+    or several)."""
+    depth, found = _indent(lines[i]), None
+    for k in range(i + 1, len(lines)):
+        if not lines[k].strip():
+            continue
+        if _indent(lines[k]) <= depth:
+            break
+        origin = origins[k]
+        if origin is not None and origin.certain and origin.file == file:
+            if found is not None and found != origin.line:
+                return None
+            found = origin.line
+    return found
+
+
+def _statements_between(source: list[str], before: Origin | None, after: Origin | None) -> list[int]:
+    """The user's statements after `before`'s (past its last line) and before `after`'s line, in
+    `before`'s block (or, without it, in `after`'s, up to it); allocations left out (TileLang hoists
+    them: they build no statement there)."""
+    starts = _statement_lines(tuple(source))
+    if before is not None:
+        if before.line > len(source):
+            return []
+        indent = _indent(source[before.line - 1])
+        first = starts.get(before.line, before.line) + 1
+        numbers = range(first, after.line if after is not None else len(source) + 1)
+    elif after is not None:
+        if after.line > len(source):
+            return []
+        indent = _indent(source[after.line - 1])
+        numbers = range(after.line - 1, 0, -1)
+    else:
+        return []
+    found = []
+    for number in numbers:
         if number > len(source):
             break
         text = source[number - 1]
@@ -214,10 +270,24 @@ def _call_site(lines: list[str], origins: Origins, i: int, library: tuple[str, i
         if not stripped or stripped.startswith("#"):
             continue
         if _indent(text) < indent:
-            break  # out of the neighbour's block
-        if _indent(text) == indent:
-            return Origin(file, number, "call", library)
-    return None
+            break  # out of the block
+        if _indent(text) == indent and (not starts or number in starts) and not _USER_ALLOCATION.match(text):
+            found.append(number)
+    return found if before is not None else found[::-1]
+
+
+_USER_ALLOCATION = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_]*\s*=\s*T\.alloc_")
+
+
+@functools.lru_cache(maxsize=64)
+def _statement_lines(source: tuple[str, ...]) -> dict[int, int]:
+    """Each statement's first line -> its last (Python's parser on the user's file as traced);
+    empty when the file does not parse (then every line at the indentation counts)."""
+    try:
+        tree = ast.parse("\n".join(source))
+    except (SyntaxError, ValueError):
+        return {}
+    return {node.lineno: node.end_lineno or node.lineno for node in ast.walk(tree) if isinstance(node, ast.stmt)}
 
 
 def _inside_with(origin: Origin | None, line: str, source_of: SourceOf) -> Origin | None:

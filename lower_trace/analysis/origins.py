@@ -127,10 +127,11 @@ def _event(by: PassRecord, before: list[str], after: list[str]) -> LineEvent | N
     return LineEvent(by, kind, len(before), len(after))
 
 
-def lines_from(text: str, origins: Origins, file: str, line: int) -> list[tuple[int, str]]:
-    """(1-based line, text) of each line of text that comes from file:line."""
+def lines_from(text: str, origins: Origins, file: str, line: int) -> list[tuple[int, str, Origin]]:
+    """(1-based line, text, its origin) of each line of text that comes from file:line; the origin
+    says how that is known (a guess is one)."""
     lines = split_lines(text)
-    return [(i + 1, lines[i]) for i, o in enumerate(origins[: len(lines)]) if o is not None and o.line == line and o.file == file]
+    return [(i + 1, lines[i], o) for i, o in enumerate(origins[: len(lines)]) if o is not None and o.line == line and o.file == file]
 
 
 def error_points_at(text: str, origins: Origins, message: str) -> list[Origin]:

@@ -47,7 +47,7 @@ def write_with_origins(out: TextIO, text: str, origins: Origins, owners: list[Pa
             out.write(f"{origin_text(origin, width)} | {line}\n")
 
 
-Found = list[tuple[int, str]]  # (1-based line, text)
+Found = list[tuple[int, str, Origin]]  # (1-based line, text, how it is known to come from the line)
 
 
 Helper = tuple[str, list[int]]  # a helper function the asked line is in, and the lines that call it
@@ -60,13 +60,13 @@ def write_where(
     where = f"{os.path.basename(file)}:{line}"
     out.write(f"{where} in kernel {kernel.kernel_id} ({kernel.name}):\n")
     label = "the IR the failed pass received" if kernel.failed_count else "final TIR"  # a failed compile has no final TIR
-    out.write(f"  {label}: {plural(len(final), 'line')}\n")
-    for number, text in final:
-        out.write(f"    {number:>5} | {text.strip()}\n")
+    out.write(f"  {label}: {_counted(final)}\n")
+    for number, text, origin in final:
+        out.write(f"    {number:>5}{_mark(origin)}| {text.strip()}\n")
     for role, found in sources:
-        out.write(f"  generated source ({role}): {plural(len(found), 'line')}\n")
-        for number, text in found:
-            out.write(f"    {number:>5} | {text.strip()}\n")
+        out.write(f"  generated source ({role}): {_counted(found)}\n")
+        for number, text, origin in found:
+            out.write(f"    {number:>5}{_mark(origin)}| {text.strip()}\n")
     name, calls = helper
     if name:
         at = ", ".join(f"{os.path.basename(file)}:{n}" for n in calls)
@@ -82,6 +82,19 @@ def write_where(
         out.write(f"    {name:<40} {event.kind:<12} {event.before} -> {event.after} lines\n")
 
 
+def _mark(origin: Origin) -> str:
+    return " " if origin.certain else "?"  # ?: inferred (where it sits in a diff), not read off the IR
+
+
+def _counted(found: Found) -> str:
+    guesses = sum(1 for _, _, origin in found if not origin.certain)
+    return plural(len(found), "line") + (f" ({guesses} inferred: ?)" if guesses else "")
+
+
+def _found_json(found: Found) -> list[dict[str, Any]]:
+    return [{"line": n, "text": t, "how": origin.how, "certain": origin.certain} for n, t, origin in found]
+
+
 def where_json(
     kernel: KernelTrace, file: str, line: int, final: Found, sources: list[tuple[str, Found]], events: list[LineEvent], helper: Helper = ("", []),
     called: Helper = ("", []),
@@ -93,9 +106,9 @@ def where_json(
         "name": kernel.name,
         "file": file,
         "line": line,
-        "final_tir": [{"line": n, "text": t} for n, t in final],  # of a failed compile: the IR the failed pass received
+        "final_tir": _found_json(final),  # of a failed compile: the IR the failed pass received
         "failed": bool(kernel.failed_count),
-        "sources": [{"role": role, "lines": [{"line": n, "text": t} for n, t in found]} for role, found in sources],
+        "sources": [{"role": role, "lines": _found_json(found)} for role, found in sources],
         "passes": [
             {"seq": e.by.seq if e.by else None, "name": e.by.name if e.by else "", "what": e.kind, "before": e.before, "after": e.after} for e in events
         ],

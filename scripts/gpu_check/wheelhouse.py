@@ -8,7 +8,10 @@ build/gpu-wheelhouse/ (git-ignored, carried by `run`):
   lower_trace-*.whl   built from this checkout (pip wheel), as it is
   manifest.json   each wheel: its PyPI file name and sha256, the sha256 after re-zipping, what was
                   left out of it; and what was left out of the wheelhouse, and why
-The downloads are kept in build/gpu-wheel-cache/ (not carried).
+The downloads, and each deps.tar.xz built, are kept in the user's cache
+(${XDG_CACHE_HOME:-~/.cache}/lower-trace/gpu-wheelhouse/, not carried), as pip keeps its downloads:
+compressing the wheels costs about two minutes of CPU, once per machine and set of pins, not once per
+checkout (the test suite runs the dry run from every fresh clone).
 """
 
 from __future__ import annotations
@@ -43,6 +46,17 @@ LEFT_OUT = [
      "the GPU machine's image has CUDA's compiler (nvcc 13.0); too large to carry (the check says so if nvcc is missing)"),
     ("nvidia-cuda-nvdisasm (lower-trace[device])", "SASS only; the check compares resources, which need ptxas (with nvcc)"),
 ]
+
+
+def cache_dir() -> str:
+    """Where the downloads and built deps are kept on this machine (like pip's own cache)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "lower-trace", "gpu-wheelhouse")
+
+
+def deps_key() -> str:
+    """What a built deps.tar.xz depends on: the pins and what is dropped from the wheels."""
+    return hashlib.sha256(json.dumps([PINS, DROPPED, PLATFORMS], sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _load(path: str) -> dict:
@@ -148,7 +162,7 @@ def tree_bytes(root: str) -> int | None:
 
 def prepare(root: str, python: str = sys.executable) -> tuple[bool, str]:
     """Build (or reuse) build/gpu-wheelhouse; print what is in it; (fits, one line)."""
-    house, cache = os.path.join(root, "build", "gpu-wheelhouse"), os.path.join(root, "build", "gpu-wheel-cache")
+    house, cache = os.path.join(root, "build", "gpu-wheelhouse"), cache_dir()
     os.makedirs(house, exist_ok=True)
     manifest_path = os.path.join(house, "manifest.json")
     try:
@@ -156,13 +170,22 @@ def prepare(root: str, python: str = sys.executable) -> tuple[bool, str]:
     except (OSError, ValueError):
         manifest = {}
     deps = os.path.join(house, "deps.tar.xz")
+    cached_deps, cached_manifest = os.path.join(cache, f"deps-{deps_key()}.tar.xz"), os.path.join(cache, f"deps-{deps_key()}.json")
     if manifest.get("pins") == PINS and os.path.exists(deps) and manifest.get("deps_sha256") == sha256(deps):
         say(f"wheelhouse: reusing {os.path.relpath(deps, root)} (the same pins)")
+    elif _cached(cached_deps, cached_manifest):
+        shutil.copyfile(cached_deps, deps)
+        manifest = {key: value for key, value in _load(cached_manifest).items() if key in ("pins", "wheels", "deps_sha256")}
+        say(f"wheelhouse: {os.path.relpath(deps, root)} from this machine's cache ({cached_deps}: the same pins)")
     else:
         say(f"wheelhouse: building {os.path.relpath(deps, root)} from {' '.join(PINS)} (cp312, manylinux x86-64)")
         wheels = download(cache, python)
         manifest = {"pins": PINS, "wheels": build_deps(wheels, house)}
         manifest["deps_sha256"] = sha256(deps)
+        shutil.copyfile(deps, cached_deps + ".part")  # whole or not at all: the manifest names its sha256
+        os.replace(cached_deps + ".part", cached_deps)
+        with open(cached_manifest, "w") as out:
+            json.dump(manifest, out, indent=1)
     lower_trace = build_lower_trace(root, house, python)
     manifest["lower_trace"] = os.path.basename(lower_trace)
     manifest["left_out"] = [{"what": what, "why": why} for what, why in LEFT_OUT]
@@ -183,6 +206,15 @@ def prepare(root: str, python: str = sys.executable) -> tuple[bool, str]:
     tree_said = f" + the work tree {tree / MIB:.1f} MiB" if tree is not None else " (the work tree not counted: no git here)"
     line = f"wheelhouse {size / MIB:.1f} MiB{tree_said} = {total / MIB:.1f} MiB of the {BUDGET // MIB} MiB that travel"
     return total <= BUDGET, line
+
+
+def _cached(deps: str, manifest_path: str) -> bool:
+    """A deps.tar.xz built before on this machine for these pins, whole (its sha256 as recorded)."""
+    try:
+        manifest = _load(manifest_path)
+    except (OSError, ValueError):
+        return False
+    return manifest.get("pins") == PINS and os.path.exists(deps) and manifest.get("deps_sha256") == sha256(deps)
 
 
 def unpack(house: str, dest: str) -> list[str]:

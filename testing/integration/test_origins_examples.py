@@ -35,6 +35,7 @@ def example_trace(tmp_path_factory):
         tilelang.lower(example_kernels.tl_topk_tir(), target=target)
         tilelang.lower(example_kernels.convolution_tir(), target=target)
         tilelang.lower(example_kernels.per_token_cast_to_fp8_tir(), target=target)
+        tilelang.lower(example_kernels.layernorm_bwd_tir(), target=target)
     return run.run_dir
 
 
@@ -127,3 +128,36 @@ def test_reduce_absmax_owns_its_init(example_trace):
         assert line == MARKS["cast_absmax"] and certain, text
     clamp = where(example_trace, "per_token_cast_to_fp8", "cast_clamp_amax")
     assert init[0] not in clamp and clamp, clamp
+
+
+def test_two_reductions_in_a_row_each_own_their_lowering(example_trace):
+    # Both T.reduce_sum are TileLang's macro: their statements' spans name reduce_op.py, so which of
+    # the two user lines built a statement is not in its span. Each lowering (init, add, all-reduce)
+    # writes the reduction's output buffer from its input buffer: read off the kernel's text.
+    lines = blamed(example_trace, "main")
+    for marker in ("ln_reduce_dx_hat", "ln_reduce_dx_hat_x_hat"):
+        source, output = reduce_buffers(marker)
+        writes = [line for line in lines if re.match(rf"^\s*{output}\[", line[0])]
+        assert len(writes) >= 3, (marker, writes)  # the init, the add, the all-reduce
+        assert all(origin == MARKS[marker] and certain for _, origin, certain in writes), (marker, writes)
+        assert any(re.search(rf"\b{source}\[", text) for text, _, _ in writes)
+        listed = where(example_trace, "main", marker)
+        assert [text for text, _, _ in writes] == [text for text in listed if re.match(rf"^\s*{output}\[", text)]
+
+
+def test_where_marks_what_it_inferred(example_trace):
+    # where and blame --source answer from the same source map by different code: every line where
+    # lists is marked as blame marks it (certain or inferred), and the terminal puts ? on the inferred.
+    location = f"example_kernels.py:{MARKS['conv_im2col']}"
+    answer = cli("where", example_trace, "-k", "convolution", location, "--json")
+    (device,) = [source for source in answer["sources"] if source["role"] == "device"]
+    (blame, *_) = cli("blame", example_trace, "-k", "convolution", "--source", "--json")
+    by_line = {line["line"]: line["origin"] for line in blame["lines"]}
+    assert device["lines"] and any(not line["certain"] for line in device["lines"])  # the expect_transaction beside the load
+    for line in device["lines"]:
+        assert by_line[line["line"]]["certain"] == line["certain"] and by_line[line["line"]]["how"] == line["how"]
+    out = subprocess.run([lower_trace_cli(), "where", example_trace, "-k", "convolution", location], capture_output=True, text=True, timeout=120).stdout
+    section = out.split("generated source (device):", 1)[1].split("passes that changed", 1)[0]
+    marked = {int(m.group(1)): m.group(2) == "?" for m in re.finditer(r"^\s+(\d+)([ ?])\| ", section, re.MULTILINE)}
+    assert marked == {line["line"]: not line["certain"] for line in device["lines"]}
+    assert f"({sum(not line['certain'] for line in device['lines'])} inferred: ?)" in section.splitlines()[0]
