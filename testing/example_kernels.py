@@ -1,5 +1,6 @@
 """Kernels from TileLang's own examples (examples/topk, examples/convolution,
-examples/cast/per_token_cast_to_fp8, examples/norm's layer-norm backward), as written there, in the lazy ``@tilelang.jit`` style with
+examples/cast/per_token_cast_to_fp8, examples/norm's layer-norm backward, examples/warp_specialize's
+copy-1 gemm-0 with the user's own ``T.ws`` blocks), as written there, in the lazy ``@tilelang.jit`` style with
 ``T.const`` shapes. Lines the source-map tests ask about carry marker comments (``# @name``,
 testing/marked_kernels.py's convention): the tests find each marker's line in this file itself.
 Each ``*_tir`` builder returns the kernel's ``T.prim_func`` (``get_tir``) for sizes small enough to lower on the CPU.
@@ -222,3 +223,44 @@ def _layernorm_bwd(N, D, blk_m=32, threads=256, in_dtype="bfloat16"):
 
 def layernorm_bwd_tir(N=64, D=256, blk_m=4):
     return _layernorm_bwd.get_tir(N, D, blk_m=blk_m)
+
+
+@tilelang.jit
+def matmul_warp_specialize_copy_1_gemm_0(A, B, block_M, block_N, block_K, dtype=T.float16, accum_dtype=T.float32):
+    M, N, K = T.const("M, N, K")
+
+    A: T.Tensor((M, K), dtype)
+    B: T.Tensor((K, N), dtype)
+    C = T.empty((M, N), dtype)
+
+    # Initialize Kernel Context
+    with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=256) as (bx, by):
+        A_shared = T.alloc_shared((block_M, block_K), dtype)
+        B_shared = T.alloc_shared((block_K, block_N), dtype)
+        C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+
+        data_is_ready = T.alloc_barrier(arrive_count=128)
+        compute_is_done = T.alloc_barrier(arrive_count=128)
+
+        with T.ws(0):
+            T.clear(C_local)
+
+        for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+            with T.ws(1):
+                T.barrier_wait(compute_is_done, (ko + 1) % 2)
+                T.tma_copy(A[by * block_M, ko * block_K], A_shared, barrier=data_is_ready)
+                T.tma_copy(B[ko * block_K, bx * block_N], B_shared, barrier=data_is_ready)
+                T.barrier_arrive(data_is_ready)  # Arrive once after all tma_copy
+            with T.ws(0):  # @ws_consumer
+                T.barrier_wait(data_is_ready, ko % 2)
+                T.gemm(A_shared, B_shared, C_local)  # @ws_gemm
+                T.barrier_arrive(compute_is_done)
+
+        with T.ws(0):
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return C
+
+
+def warp_specialize_tir(M=512, N=512, K=512, block_M=128, block_N=128, block_K=64):
+    return matmul_warp_specialize_copy_1_gemm_0.get_tir(M=M, N=N, K=K, block_M=block_M, block_N=block_N, block_K=block_K)

@@ -136,7 +136,11 @@ class _Change:
         its span."""
         library = self.libraries.get(j)
         ancestor = self.before[i]
-        return library is None or ancestor is None or ancestor.library == library or statement(self.new[j]).op == "alloc"
+        if library is None or ancestor is None or ancestor.library == library or statement(self.new[j]).op == "alloc":
+            return True
+        # The removed statement is a tile operation TileLang's code expands (T.gemm, T.reduce): its
+        # expansion is built there. A store of the user's is no such call.
+        return statement(self.old[i]).op not in ("", "store", "alloc")
 
     def same_operation(self) -> None:
         """A statement the pass rewrote with more buffers (it gave ``T.im2col(data, data_shared)`` a
@@ -180,6 +184,8 @@ class _Change:
                 if block is not None and not _HEADER.match(self.new[j]):
                     self.origins[j] = block.known_as("call")
                 continue
+            if self._in_open_block(j):
+                continue  # the block it sits in is undecided yet (spanned only to a user's `with`): decided with it
             inside = _enclosing(self.new, self.origins, j, self.depths)
             if inside is not None and inside.certain and not _HEADER.match(self.new[j]) and self._in_expansion(j):
                 self.origins[j] = inside.known_as("call", library)
@@ -207,6 +213,21 @@ class _Change:
         source = self.source_of(origin.file)
         return bool(source) and 0 < origin.line <= len(source) and source[origin.line - 1].lstrip().startswith("for ")
         return None
+
+    def _in_open_block(self, j: int) -> bool:
+        """Line j sits in a ``with T.sblock(...)`` whose only span names a user's ``with T.ws``
+        (vague, see own_spans_and_kept_lines) and that no phase has placed yet, with nothing placed
+        between the two (a loop the block's expansion made): its origin is the block's, not what
+        encloses the block."""
+        depth = self.depths[j]
+        for k in range(j - 1, -1, -1):
+            if 0 <= self.depths[k] < depth:
+                if k in self.vague and self.origins[k] is None:
+                    return True
+                if self.origins[k] is not None:
+                    return False
+                depth = self.depths[k]
+        return False
 
     def _in_expansion(self, j: int) -> bool:
         """Line j sits in a block TileLang made of one statement (``with T.sblock("_gemm_ssr")``, a

@@ -318,10 +318,17 @@ def _names_a_with(origin: Origin, line: str, source_of: SourceOf) -> bool:
     no block or loop itself: TileLang spans the statements of a ``T.ws`` block to its ``with``, and
     some a pass builds inside a ``T.Parallel`` loop to the loop. A statement in a loop's body comes
     from the body line it computes, never the loop's line."""
-    if origin.how != "span" or _HEADER.match(line):
+    if origin.how != "span":
         return False
     source = source_of(origin.file)
-    return bool(source) and 0 < origin.line <= len(source) and bool(_SOURCE_BLOCK.match(source[origin.line - 1]))
+    if not source or not 0 < origin.line <= len(source):
+        return False
+    theirs = source[origin.line - 1]
+    if _HEADER.match(line):
+        # A block TileLang built for one statement of a ``with T.ws(...)`` body (a T.gemm's
+        # ``with T.sblock("_gemm_ssr")``) carries the ``with`` line's span too: it is no ``with`` of the user's.
+        return line.lstrip().startswith("with T.sblock(") and theirs.lstrip().startswith("with T.ws(")
+    return bool(_SOURCE_BLOCK.match(theirs))
 
 
 def _body_origin(origins: Origins, j: int, depths: list[int], certain: bool = False) -> Origin | None:

@@ -36,6 +36,7 @@ def example_trace(tmp_path_factory):
         tilelang.lower(example_kernels.convolution_tir(), target=target)
         tilelang.lower(example_kernels.per_token_cast_to_fp8_tir(), target=target)
         tilelang.lower(example_kernels.layernorm_bwd_tir(), target=target)
+        tilelang.lower(example_kernels.warp_specialize_tir(), target=target)
     return run.run_dir
 
 
@@ -161,3 +162,17 @@ def test_where_marks_what_it_inferred(example_trace):
     marked = {int(m.group(1)): m.group(2) == "?" for m in re.finditer(r"^\s+(\d+)([ ?])\| ", section, re.MULTILINE)}
     assert marked == {line["line"]: not line["certain"] for line in device["lines"]}
     assert f"({sum(not line['certain'] for line in device['lines'])} inferred: ?)" in section.splitlines()[0]
+
+
+def test_a_gemm_in_a_users_warp_specialized_block_is_not_the_blocks_line(example_trace):
+    # TileLang spans what it builds for a statement of a `with T.ws(0):` body to that `with` line,
+    # the gemm's expansion block included: that span says which block, not which statement. The
+    # wgmma lines (its descriptors, its wgmma_ss) are the T.gemm's, by the kernel's text; never the
+    # `with` line's as a fact.
+    lines = blamed(example_trace, "matmul_warp_specialize_copy_1_gemm_0")
+    wgmma = [line for line in lines if re.search(r"\bwgmma_ss<|initialize_wgmma_descriptor<", line[0])]
+    assert wgmma
+    assert all(origin == MARKS["ws_gemm"] for _, origin, _ in wgmma), wgmma
+    assert not [line for line in lines if line[1] == MARKS["ws_consumer"] and line[2] and re.search(r"wgmma", line[0])]
+    listed = where(example_trace, "matmul_warp_specialize_copy_1_gemm_0", "ws_gemm")
+    assert any("wgmma_ss<" in text for text in listed)
