@@ -6,21 +6,15 @@ testing/marked_kernels.py's convention): the tests find each marker's line in th
 Each ``*_tir`` builder returns the kernel's ``T.prim_func`` (``get_tir``) for sizes small enough to lower on the CPU.
 (No ``from __future__ import annotations``: TileLang evaluates the annotations.)"""
 
-import re
-
 import tilelang
 import tilelang.language as T
+
+import marked_kernels
 
 
 def markers() -> dict[str, int]:
     """{marker name: its line in this file}."""
-    found = {}
-    with open(__file__, encoding="utf-8") as source:
-        for number, line in enumerate(source, start=1):
-            match = re.search(r"# @([a-z0-9_]+)\s*$", line)
-            if match:
-                found[match.group(1)] = number
-    return found
+    return marked_kernels.markers(__file__)
 
 
 @tilelang.jit

@@ -3,7 +3,8 @@
 The frame is the only element the output adds to the notebook's page: the report's styles and
 scripts stay inside it (its own document), nothing is fetched (the page is self-contained), and
 a notebook saved with the output (``.ipynb``, ``nbconvert --to html``) still shows it offline.
-Pure functions over text; IPython is never imported here (front end: lower_trace/notebook.py).
+Pure functions over text; the markup is in assets/notebook_*.html. IPython is never imported here
+(front end: lower_trace/notebook.py).
 """
 
 from __future__ import annotations
@@ -12,13 +13,24 @@ import html
 import json
 import os
 import re
+from functools import cache
+from importlib import resources
 
+from lower_trace.render.report.page import fill
 from lower_trace.text_safety import plural
 
 DEFAULT_HEIGHT = 640  # px: a kernel list, a pass list and a diff without the cell scrolling the notebook
+
+
+@cache
+def asset(name: str) -> str:
+    """One of assets/notebook_*.html, without its file's final newline."""
+    return resources.files("lower_trace.render").joinpath("assets").joinpath(name).read_text(encoding="utf-8").strip()
+
+
 # A srcdoc document's base URL is its parent's, so the page's history.replaceState("#k1/5") would
 # name the notebook's URL and throw; about:srcdoc makes hash links and deep links stay in the frame.
-BASE = '<base href="about:srcdoc">'
+BASE = asset("notebook_base.html")
 _HEIGHT = re.compile(r"\d+(\.\d+)?(px|vh|em|rem|%)")
 _HEAD = re.compile(r"<head(\s[^>]*)?>", re.IGNORECASE)  # not <header>
 
@@ -34,7 +46,7 @@ def css_height(height: int | str) -> str:
 
 def start_script(hash_: str) -> str:
     """Sets the frame's URL hash before the page's own script reads it (the page opens there)."""
-    return f"<script>history.replaceState(null, '', {json.dumps('#' + hash_.lstrip('#'))});</script>"
+    return fill(asset("notebook_start.html"), {"hash": json.dumps("#" + hash_.lstrip("#"))})
 
 
 def framed_page(report_html: str, start: str = "") -> str:
@@ -50,13 +62,12 @@ def frame(report_html: str, height: int | str = DEFAULT_HEIGHT, start: str = "",
     """One <iframe> holding the page: srcdoc escaped for an attribute, inline style only."""
     # &#13;: a browser reads a raw CR in an attribute as LF (newline normalisation), a reference as CR.
     page = html.escape(framed_page(report_html, start), quote=True).replace("\r", "&#13;")
-    style = f"width:100%;height:{css_height(height)};border:1px solid #8888;border-radius:4px;box-sizing:border-box;display:block"
-    return f'<iframe class="lower-trace-report" title="{html.escape(title, quote=True)}" style="{style}" srcdoc="{page}"></iframe>'
+    return fill(asset("notebook_frame.html"), {"title": html.escape(title, quote=True), "height": css_height(height), "page": page})
 
 
 def note(text: str) -> dict[str, str]:
     """A short message in place of a report (plain and HTML)."""
-    return {"text/plain": text, "text/html": f'<div class="lower-trace-note" style="font-family:monospace;white-space:pre-wrap">{html.escape(text)}</div>'}
+    return {"text/plain": text, "text/html": fill(asset("notebook_note.html"), {"text": html.escape(text)})}
 
 
 def run_bundle(

@@ -4,7 +4,7 @@
 
 It compiles C = A * 3.0 (CUDA on device 0, or C through gcc), runs it and compares with torch.
 --inject slips a miscompiling pass into TileLang's pipeline right after the named pass (as
-testing/integration/test_bisect.py does): a stand-in for a compiler bug that turns 3.0 into 3.5.
+testing/miscompile.py, which the bisect tests use too): a stand-in for a compiler bug that turns 3.0 into 3.5.
 """
 
 import argparse
@@ -15,29 +15,10 @@ import tilelang
 import tilelang.language as T
 import tilelang.transform
 import torch
-from tilelang import tvm
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "testing"))
 import kernels
-
-
-@tvm.tirx.transform.prim_func_pass(opt_level=0, name="tl.BuggyConstantFold")
-def buggy(func, mod, ctx):
-    def change(node):
-        if isinstance(node, tvm.tirx.FloatImm) and node.value == 3.0:
-            return tvm.tirx.FloatImm(node.dtype, 3.5)
-        return None
-
-    return func.with_body(tvm.tirx.stmt_functor.ir_transform(func.body, None, change))
-
-
-def inject(name):
-    real = getattr(tilelang.transform, name)
-
-    def wrapped(*args, **kwargs):
-        return tvm.transform.Sequential([real(*args, **kwargs), buggy], name="tl." + name)
-
-    setattr(tilelang.transform, name, wrapped)
+from miscompile import inject
 
 
 def scale_cuda(N=1024, factor=3.0):

@@ -49,6 +49,16 @@ EDITS = {
 }
 
 
+def edit(path: str, target: str) -> None:
+    """The target's edit (EDITS), made in the working copy at path: its line must occur once."""
+    pattern, replacement = EDITS[target]
+    edited, count = pattern.subn(replacement, read(path))
+    if count != 1:
+        raise Fail(f"the edit's line occurs {count} times in {path} (wanted once)")
+    with open(path, "w") as out:
+        out.write(edited)
+
+
 class Check:
     def __init__(self, target: str, work: str) -> None:
         self.target, self.work = target, work
@@ -173,13 +183,7 @@ class Check:
         copies = glob.glob(os.path.join(self.traces, "*", "edits", name))
         if len(copies) != 1:
             raise Fail(f"expected one working copy {name} under {self.traces}, found {len(copies)}")
-        pattern, replacement = EDITS[self.target]
-        text = read(copies[0])
-        edited, count = pattern.subn(replacement, text)
-        if count != 1:
-            raise Fail(f"the edit's line occurs {count} times in {copies[0]} (wanted once)")
-        with open(copies[0], "w") as out:
-            out.write(edited)
+        edit(copies[0], self.target)
         if self.target == "cuda":
             kernel, trace = self.compile(kernels.gemm(512, 512, 512), traced=True, cuda=True)
             c = self.run_gemm(kernel)
@@ -207,13 +211,8 @@ class Check:
         """The dry run's half of the CUDA edit: the GEMM's epilogue edit applies and nvcc compiles it."""
         _kernel, first = self.compile(kernels.gemm(512, 512, 512), traced=True, cuda=True)
         copies = glob.glob(os.path.join(self.traces, "*", "edits", "gemm.cu"))
-        pattern, replacement = EDITS["cuda"]
         generated = read(copies[0])
-        edited, count = pattern.subn(replacement, generated)
-        if count != 1:
-            raise Fail(f"the CUDA edit's line occurs {count} times in {copies[0]} (wanted once)")
-        with open(copies[0], "w") as out:
-            out.write(edited)
+        edit(copies[0], "cuda")
         _kernel, second = self.compile(kernels.gemm(512, 512, 512), traced=True, cuda=True)
         statuses = [str(getattr(r.edit_status, "value", r.edit_status)) for r in second.kernels[0].codegen if r.role == "device"]
         records = [r for r in second.kernels[0].device if r.binary]

@@ -18,15 +18,8 @@ from support import TESTING, lower_trace_cli
 
 # A stand-in for a compiler bug: after the real pass, 3.0 becomes 3.5 (in the check, slipped into
 # TileLang's pipeline; in the reduce test's script, run on each candidate).
-BUGGY = """
-@tvm.tirx.transform.prim_func_pass(opt_level=0, name="tl.BuggyConstantFold")
-def buggy(func, mod, ctx):
-    def change(node):
-        if isinstance(node, tvm.tirx.FloatImm) and node.value == 3.0:
-            return tvm.tirx.FloatImm(node.dtype, 3.5)
-        return None
-    return func.with_body(tvm.tirx.stmt_functor.ir_transform(func.body, None, change))
-"""
+BUGGY = f"sys.path.insert(0, {TESTING!r})\nfrom miscompile import buggy\n"  # testing/miscompile.py, for the reduce test's script
+
 
 CHECK = """
 import sys
@@ -34,15 +27,10 @@ sys.path.insert(0, {here!r})
 import torch, tilelang, tilelang.transform, kernels
 from tilelang import tvm
 
-{buggy}
+import miscompile
 INJECT = {inject!r}
 if INJECT:
-    real = getattr(tilelang.transform, INJECT)
-
-    def wrapped(*args, **kwargs):
-        return tvm.transform.Sequential([real(*args, **kwargs), buggy], name="tl." + INJECT)
-
-    setattr(tilelang.transform, INJECT, wrapped)
+    miscompile.inject(INJECT)
 
 ok = True
 # With two kernels, only the second one's numbers are checked (the first is compiled all the same).
@@ -59,7 +47,7 @@ sys.exit(0 if ok and not {always_bad} else 3)  # 3: wrong numbers (a crash would
 
 def check(tmp_path, inject="", kernels=1, always_bad=False):
     path = tmp_path / "check.py"
-    path.write_text(textwrap.dedent(CHECK.format(here=TESTING, inject=inject, kernels=kernels, always_bad=always_bad, buggy=BUGGY)))
+    path.write_text(textwrap.dedent(CHECK.format(here=TESTING, inject=inject, kernels=kernels, always_bad=always_bad)))
     return [sys.executable, str(path)]
 
 
