@@ -2,7 +2,8 @@
 
     python benchmarks/overhead.py [--repeat 7] [--kernels gemm,elementwise]
 
-(The "replay" row is TL_LOWER_TRACE_REPLAY=1: the cost of keeping every pass's input.)
+(The "replay" row is TL_LOWER_TRACE_REPLAY=1: the cost of keeping every pass's input. The "print
+floor" row is a bare PassInstrument that only prints each pass's changed IR: benchmarks/print_floor.py.)
 
 For each kernel, the configurations take turns (one warm-up round, then
 --repeat rounds) and the median of each is reported (CUDA source for sm_90a, generated on the CPU). Prints the
@@ -29,6 +30,7 @@ import time
 os.environ["TL_LOWER_TRACE_BUILTIN"] = "1"
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def dir_bytes(path: str) -> int:
@@ -55,6 +57,12 @@ def configurations() -> list[Config]:
     import lower_trace
 
     configs = [Config("untraced")]
+    import print_floor
+
+    if print_floor.available():
+        # The least a tracer keeping every pass's IR as text does: lower-trace's rows read against it.
+        floor = print_floor.PrintFloor()
+        configs.append(Config("print floor", start=lambda d: floor.start(), stop=floor.stop))
     # Terminal mode writes nothing to disk unless a folder is named, as users run it.
     def settle():
         run = lower_trace.current_run()
@@ -135,6 +143,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--kernels", default="gemm,elementwise")
     parser.add_argument("--no-builtin", action="store_true", help="leave out TileLang's built-in tracer (the slowest rows)")
+    parser.add_argument("--no-floor", action="store_true", help="leave out the print floor row (benchmarks/print_floor.py)")
     parser.add_argument("--no-replay", action="store_true", help="leave out the TL_LOWER_TRACE_REPLAY=1 row")
     args = parser.parse_args()
 
@@ -144,7 +153,8 @@ def main() -> int:
 
     target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
     builders = {name: demo_kernels.CUDA_KERNELS[name] for name in args.kernels.split(",")}
-    configs = [c for c in configurations() if not (args.no_builtin and "built-in" in c.label) and not (args.no_replay and "replay" in c.label)]
+    left_out = {"built-in": args.no_builtin, "replay": args.no_replay, "print floor": args.no_floor}
+    configs = [c for c in configurations() if not any(skip and word in c.label for word, skip in left_out.items())]
     print(f"median of {args.repeat} lowers after one warm-up; CUDA sm_90a source generated on the CPU\n")
     print("'lower' is the time tilelang.lower took; 'idle' adds the tracer's background work after it returned.\n")
     print(

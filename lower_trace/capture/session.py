@@ -60,8 +60,8 @@ class CompileSession:
         self.kernel_name = ""
         self.signature = ""
         self.target = ""
-        self.initial_text = ""  # the TIR as handed to lowering (set when edits are on)
-        self.variant_config = ""  # target and pass configs: with initial_text, which variant this is
+        self._initial: SnapshotRef | None = None  # the TIR as handed to lowering (when edits are on)
+        self.variant_config = ""  # target and pass configs: with that TIR, which variant this is
         self._edits: list[EditOutcome] = []
         self.started = time.time()
         self._t0 = time.perf_counter()
@@ -96,15 +96,10 @@ class CompileSession:
         self.kernel_name = self.ir.kernel_name(mod)
         self.signature = self.ir.kernel_signature(mod)
         if self.edits_enabled and self.run.edits is not None:
-            # The TIR as handed to lowering tells kernel variants apart (edits need it at codegen
-            # time): printed here, once; the first pass's snapshot reuses it.
-            printed = self.faults.call(self._print_initial, mod)  # None: a faulty printer, no variant key
-            if printed is not None:
-                text, ref, identity = printed
-                self.initial_text = text
-                self.worker.submit(lambda: self.snapshots.store_text(text))
-                self.snapshots.remember(identity, ref)
-                self.snapshots.spans_of(identity, ref)
+            # The TIR as handed to lowering tells kernel variants apart (edits need its text at
+            # codegen time): its snapshot, printed on the worker like any other (the first pass's
+            # input is this very content, so it reuses it). None: a tracer fault, no variant key.
+            self._initial = self.faults.call(self.snapshots.of, mod)
         self.target = context.target
         with self.faults:
             self.context = self.ir.replay_context()
@@ -130,9 +125,16 @@ class CompileSession:
             stack=self.stack,
         )
 
-    def _print_initial(self, mod: Module) -> tuple[str, SnapshotRef, Identity]:
-        text = self.ir.print_ir(mod)
-        return text, SnapshotRef(digest_of(text)), self.ir.identity(mod)
+    def _initial_tir(self) -> str:
+        """The text of the TIR as handed to lowering: printed on the worker by codegen time (one
+        core: at once; a worker thread behind: it is waited for)."""
+        ref = self._initial
+        if ref is None:
+            return ""
+        if not ref.digest:
+            self.worker.wait()
+        texts = self.snapshots.texts
+        return texts.get(ref.digest, "") if texts is not None and ref.digest else ""
 
     # --- pass events (the compiler's hot path) ---------------------------------------
 
@@ -305,7 +307,7 @@ class CompileSession:
 
         def decide() -> EditOutcome:
             return edits.resolve(
-                self.kernel_name, self.signature, active.role, active.language, generated, tir=self.initial_text, config=self.variant_config,
+                self.kernel_name, self.signature, active.role, active.language, generated, tir=self._initial_tir(), config=self.variant_config,
             )
 
         def settle() -> EditOutcome | None:

@@ -54,17 +54,6 @@ class Snapshots:
         if spans:
             self.store_text(spans, spans_key(ref.digest))
 
-    def spans_of(self, identity: Identity, ref: SnapshotRef) -> None:
-        """The spans of a snapshot printed plainly on the compiler's thread (the kernel's input, for
-        edits): printed again on the worker with markers, kept when the text is the same."""
-
-        def job() -> None:
-            text, spans = self._printer(identity)
-            if spans and digest_of(text) == ref.digest:
-                self.store_text(spans, spans_key(ref.digest))
-
-        self.worker.submit(job)
-
     def user_files(self) -> list[str]:
         """The user's files this compile's spans name (on the worker, once the prints are done)."""
         return self._printer.user_files()

@@ -85,8 +85,9 @@ class Worker:
             self._signal()
 
     def wait(self) -> None:
-        """Block until every job submitted so far has run."""
-        if self._thread is None or self._closed:
+        """Block until every job submitted so far has run (on the worker itself: they have, up to
+        the job asking)."""
+        if self._thread is None or self._closed or threading.current_thread() is self._thread:
             return
         done = threading.Event()
         self._jobs.append(done.set)  # straight in: a wait must not itself wait for the backlog

@@ -35,6 +35,14 @@ _LANGUAGE_OF_CODEGEN = (
 )
 # The FFI constructor takes attrs as the DictAttrs object itself (IRModule() would re-wrap them).
 _make_module = tvm.ir.module._ffi_api.IRModule
+_IntImm = (getattr(tvm, "tirx", None) or tvm.tir).IntImm
+
+
+def _extent_text(extent: Any) -> str:
+    """A buffer extent as TVMScript prints it: an int32 constant without a print (six prints a GEMM)."""
+    if type(extent) is _IntImm and extent.dtype == "int32":
+        return str(extent.value)
+    return repr(extent)
 _make_source_module = tvm_ffi.get_global_func("runtime.CSourceModuleCreate", allow_missing=True)
 
 
@@ -166,7 +174,7 @@ class TVMIR(PassOrigins):
         parts = []
         for gv, func in sorted(mod.functions.items(), key=lambda item: item[0].name_hint):
             buffers = getattr(func, "buffer_map", None) or {}
-            params = [f"{b.name}:{list(b.shape)}:{b.dtype}" for b in buffers.values()]
+            params = [f"{b.name}:[{', '.join(map(_extent_text, b.shape))}]:{b.dtype}" for b in buffers.values()]
             parts.append(f"{gv.name_hint}({', '.join(params)})")
         return "; ".join(parts)
 
