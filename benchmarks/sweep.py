@@ -1,6 +1,6 @@
 """Sweeps: N variants of one small kernel compiled in one process, untraced vs traced.
 
-    python benchmarks/sweep.py [--count 300] [--kernel scaled_add|gemm] [--cores 0] [--rounds 3] [--builtin-count 30]
+    python benchmarks/sweep.py [--count 300] [--kernel scaled_add|gemm] [--cores 0] [--rounds 3] [--builtin-count 30] [--no-floor]
 
 Each configuration runs in a fresh interpreter (imports excluded from the timing):
 it lowers --count distinct variants (same kernel name and buffers, other constants
@@ -10,7 +10,8 @@ CPU seconds of that whole stretch and their ratio to untraced, the stderr lines 
 tracer printed, bytes left on disk and the time of the final report write.
 With --cores 0 every child runs pinned to that core (taskset), where a worker
 thread cannot hide its cost on a spare core. TileLang's built-in tracer is much
-slower, so it runs --builtin-count variants and its ratio is per variant.
+slower, so it runs --builtin-count variants and its ratio is per variant. The "print floor" is a
+bare PassInstrument that only prints each pass's changed IR (benchmarks/print_floor.py).
 The machine's speed drifts (a shared host): configurations take turns for
 --rounds rounds and the median of each is printed.
 """
@@ -33,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CHILD = r"""
 import contextlib, io, json, os, sys, time
 sys.path.insert(0, {testing!r})
+sys.path.insert(0, {here!r})
 import kernels, tilelang
 from tilelang import tvm
 
@@ -55,6 +57,10 @@ with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
     elif mode == "built-in":
         from tilelang.tools import lower_trace as builtin
         builtin.enable(mode="html", trace_dir=trace_dir)
+    elif mode == "print floor":
+        import print_floor
+        floor = print_floor.PrintFloor()
+        floor.start()
     for build in builds:
         with target:
             tilelang.lower(build(), target=target)
@@ -63,6 +69,8 @@ with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         lower_trace.disable()
     elif mode == "built-in":
         builtin.disable()
+    elif mode == "print floor":
+        floor.stop()
     end_wall, end_cpu = time.perf_counter(), time.process_time()
     report_s = end_wall - closing
 lines = [l for l in err.getvalue().splitlines() if l.strip()]
@@ -77,7 +85,7 @@ def dir_bytes(path: str) -> int:
 def run_child(mode: str, count: int, kernel: str, cores: str | None) -> dict:
     trace_dir = tempfile.mkdtemp(prefix="lt-sweep-")
     try:
-        code = CHILD.format(testing=os.path.join(HERE, "..", "testing"), mode=mode, count=count, kernel=kernel, trace_dir=trace_dir)
+        code = CHILD.format(testing=os.path.join(HERE, "..", "testing"), here=HERE, mode=mode, count=count, kernel=kernel, trace_dir=trace_dir)
         env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
         env["TILELANG_DISABLE_CACHE"] = "1"
         env["TL_LOWER_TRACE_BUILTIN"] = "1"  # its module stays TileLang's own (lower-trace drives it otherwise, see startup/seed_shims.py)
@@ -114,6 +122,7 @@ def main() -> int:
     parser.add_argument("--cores", help="pin every child to these cores (taskset -c), e.g. 0")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of taking turns; the median is printed")
     parser.add_argument("--builtin-count", type=int, default=30, help="variants for TileLang's built-in tracer (0: skip)")
+    parser.add_argument("--no-floor", action="store_true", help="leave out the print floor (benchmarks/print_floor.py)")
     parser.add_argument("--show-stderr", action="store_true", help="print what lower-trace said on stderr")
     args = parser.parse_args()
 
@@ -124,7 +133,10 @@ def main() -> int:
         f"{'configuration':<20} {'kernels':>7} {'sweep wall s':>12} {'x':>6} {'sweep CPU s':>11} {'x':>6}"
         f" {'process wall x':>14} {'process CPU x':>13} {'stderr lines':>12} {'MB on disk':>10} {'close s':>8} {'close %':>8}"
     )
-    configs = [("untraced", "untraced", args.count), ("lower-trace html", "lower-trace", args.count)]
+    configs = [("untraced", "untraced", args.count)]
+    if not args.no_floor:
+        configs.append(("print floor", "print floor", args.count))  # benchmarks/print_floor.py: only printing
+    configs.append(("lower-trace html", "lower-trace", args.count))
     if args.builtin_count:
         configs.append(("tilelang built-in", "built-in", args.builtin_count))
     results: dict[str, list[dict]] = {label: [] for label, _, _ in configs}
@@ -148,7 +160,7 @@ def main() -> int:
         )
     if args.show_stderr:
         print("\nlower-trace's stderr (first 40 lines):")
-        for line in rows[1][2]["sample"]:
+        for line in next(r for label, _, r in rows if label == "lower-trace html")["sample"]:
             print("  " + line)
     return 0
 
