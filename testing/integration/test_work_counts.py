@@ -7,6 +7,8 @@ after a warm-up compile of its kind; the difference is lower-trace's work on tha
 
 - ``prints``, ``bytes printed``: TVMScript prints (TVM's one printer entry, so ``str()`` of an IR
   object counts as much as ``Scriptable.script``) and their characters;
+- ``statement walks``: ``tirx.IRTransform`` walks, each a Python callback per statement (the span
+  markers of a printed function, the codegen line map);
 - ``structural_equal``: ``tvm.ir.structural_equal`` calls (the no-op checks);
 - ``records``, ``record bytes``: manifest records the trace writer appended, and their JSON size;
 - ``snapshots``, ``snapshot bytes``: distinct texts stored (snapshots, spans, line maps, sources);
@@ -40,6 +42,7 @@ BUDGET = {
         # gone; the kernel's input is printed once, on the worker, no longer also plainly for the edits' variant key)
         "bytes printed": 270_000,  # 240,274
         "structural_equal": 88,  # 76: the no-op checks of passes whose module parts changed identity
+        "statement walks": 52,  # 46: tirx.IRTransform over each printed function (span markers), the line map's
         "records": 100,  # 91
         "record bytes": 24_000,  # 21,078-21,082 (timings vary in digits)
         "snapshots": 86,  # 78: texts, their spans, the line map, the user's file
@@ -51,6 +54,7 @@ BUDGET = {
         "prints": 25,  # 21 (28 while the extents printed, 22 while the input printed twice)
         "bytes printed": 72_000,  # 63,862
         "structural_equal": 80,  # 71
+        "statement walks": 29,  # 26
         "records": 96,  # 87
         "record bytes": 23_000,  # 19,894-19,896
         "snapshots": 47,  # 42
@@ -91,6 +95,9 @@ counting(tvm.ir, "structural_equal", lambda a, k, r: add("structural_equal"))
 if tvm_print._node_equal is not None:  # capture calls TVM's equality through its FFI function
     counting(tvm_print, "_node_equal", lambda a, k, r: add("structural_equal"))
 counting(subprocess.Popen, "__init__", lambda a, k, r: add("subprocesses"))
+from lower_trace.integrations import tir_spans
+if tir_spans._ir_transform is not None:  # the span markers' walks: a Python callback per statement
+    counting(tir_spans, "_ir_transform", lambda a, k, r: add("statement walks"))
 for method in ("append", "append_now"):
     counting(TraceWriter, method, lambda a, k, r: (add("records"), add("record bytes", len(json.dumps(a[2], default=str)))))
 counting(TraceWriter, "add_snapshot", lambda a, k, r: (add("snapshots"), add("snapshot bytes", len(a[2]))))
