@@ -52,13 +52,12 @@ class Config:
 
 
 def configurations() -> list[Config]:
+    import print_floor
     import tilelang
 
     import lower_trace
 
     configs = [Config("untraced")]
-    import print_floor
-
     if print_floor.available():
         # The least a tracer keeping every pass's IR as text does: lower-trace's rows read against it.
         floor = print_floor.PrintFloor()

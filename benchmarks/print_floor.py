@@ -28,11 +28,10 @@ def available() -> bool:
 def _unchanged(before: Any, after: Any, structural_equal) -> bool:
     if before.same_as(after):
         return True
-    ours, theirs = dict(before.items()), dict(after.items())
-    if len(ours) != len(theirs):
+    by_name = {gv.name_hint: func for gv, func in before.items()}
+    if len(by_name) != len(after):
         return False
-    by_name = {gv.name_hint: func for gv, func in ours.items()}
-    for gv, func in theirs.items():
+    for gv, func in after.items():
         other = by_name.get(gv.name_hint)
         if other is None or not (func.same_as(other) or structural_equal(func, other)):
             return False
@@ -40,17 +39,11 @@ def _unchanged(before: Any, after: Any, structural_equal) -> bool:
 
 
 class PrintFloor:
-    """start() / stop(): while started, every TileLang compile's passes are printed as above;
-    ``prints`` counts the texts."""
-
-    def __init__(self) -> None:
-        self.prints = 0
-        self.characters = 0
+    """start() / stop(): while started, every TileLang compile's passes are printed as above."""
 
     def start(self) -> None:
         from tilelang import instrumentation, tvm
 
-        floor = self
         equal = tvm.ir.structural_equal
 
         @tvm.ir.instrument.pass_instrument
@@ -65,9 +58,7 @@ class PrintFloor:
                 before = self.inputs.pop() if self.inputs else None
                 if before is not None and _unchanged(before, mod.functions, equal):
                     return
-                text = mod.script()
-                floor.prints += 1
-                floor.characters += len(text)
+                mod.script()
 
         class Tool(instrumentation.PassInstrumentationTool):
             def create_pass_instrument(self) -> Any:

@@ -35,6 +35,7 @@ _LANGUAGE_OF_CODEGEN = (
 )
 # The FFI constructor takes attrs as the DictAttrs object itself (IRModule() would re-wrap them).
 _make_module = tvm.ir.module._ffi_api.IRModule
+_make_source_module = tvm_ffi.get_global_func("runtime.CSourceModuleCreate", allow_missing=True)
 _IntImm = (getattr(tvm, "tirx", None) or tvm.tir).IntImm
 
 
@@ -43,7 +44,6 @@ def _extent_text(extent: Any) -> str:
     if type(extent) is _IntImm and extent.dtype == "int32":
         return str(extent.value)
     return repr(extent)
-_make_source_module = tvm_ffi.get_global_func("runtime.CSourceModuleCreate", allow_missing=True)
 
 
 class TVMIR(PassOrigins):

@@ -148,4 +148,3 @@ def test_tracing_a_kernel_stays_within_its_work_budget(work, kernel):
     over = {name: (counted.get(name, 0), limit) for name, limit in BUDGET[kernel].items() if counted.get(name, 0) > limit}
     assert not over, f"{kernel}: over budget (counted, budget): {over}; all counts: {counted}"
     assert counted["prints"] > 0 and counted["records"] > 0  # the shims saw the traced compile at all
-    print(f"{kernel}: {counted}")
