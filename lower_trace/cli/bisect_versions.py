@@ -3,7 +3,9 @@
 Each release runs the check in its own venv (regress/versions.py builds and reuses them) with
 tracing on, into <work>/<version>/ (regress/corpus.py, as a side of lower-trace regress runs);
 the last good and the first bad release's traces are then compared kernel by kernel as regress
-compares two sides (analysis/regress.py, render/regress_view.py).
+compares two sides (analysis/regress.py, render/regress_view.py), and written as regress writes its
+result (regress/result.py): <work>/summary.html. The releases may be given in any order: they are
+sorted as release numbers (PEP 440), and the output says so when that changed the order.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from typing import TYPE_CHECKING
 from lower_trace.cli.selection import UsageError
 
 if TYPE_CHECKING:
-    from lower_trace.model import Trace
     from lower_trace.regress.corpus import SideRun
     from lower_trace.regress.sides import Interpreter
     from lower_trace.regress.versions import Outcome
@@ -33,17 +34,21 @@ def cmd_bisect_versions(args: argparse.Namespace, command: list[str]) -> int:
     from lower_trace.config import default_trace_dir
     from lower_trace.regress.corpus import run_side
     from lower_trace.regress.sides import SideError, SideSpec, probe
-    from lower_trace.regress.versions import DEFAULT_CACHE, VenvError, ensure_venv, search
+    from lower_trace.regress.versions import DEFAULT_CACHE, VenvError, ensure_venv, oldest_first, release_key, search
     from lower_trace.store.layout import new_run_dir
 
-    given = [name for name, flag in PASS_OPTIONS.items() if getattr(args, name, None) not in (None, False, [])]
-    if given:
-        raise UsageError(f"{PASS_OPTIONS[given[0]]} chooses passes and does not apply to --versions (which runs every pass of each release); leave it out")
-    versions = list(args.versions)
-    if len(versions) < 2:
-        raise UsageError("--versions needs two releases or more, oldest first: --versions 0.1.9 0.1.13 0.1.15")
-    if len(set(versions)) != len(versions):
-        raise UsageError(f"--versions {' '.join(versions)}: a release is named twice; name each once, oldest first")
+    passes = [name for name, flag in PASS_OPTIONS.items() if getattr(args, name, None) not in (None, False, [])]
+    if passes:
+        raise UsageError(f"{PASS_OPTIONS[passes[0]]} chooses passes and does not apply to --versions (which runs every pass of each release); leave it out")
+    given = list(args.versions)
+    if len(given) < 2:
+        raise UsageError("--versions needs two releases or more: --versions 0.1.9 0.1.13 0.1.15")
+    try:
+        versions = oldest_first(given)
+    except ValueError as exc:
+        raise UsageError(f"--versions {exc}: not a release number; name TileLang releases as pip does, e.g. 0.1.13") from None
+    if len({release_key(v) for v in versions}) != len(versions):
+        raise UsageError(f"--versions {' '.join(given)}: a release is named twice; name each once")
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError(f"--timeout {args.timeout:g}: give the seconds one run may take (more than 0)")
     cache = os.path.abspath(os.path.expanduser(args.venvs or DEFAULT_CACHE))
@@ -51,6 +56,8 @@ def cmd_bisect_versions(args: argparse.Namespace, command: list[str]) -> int:
     if os.path.isdir(work) and os.listdir(work):
         raise UsageError(f"--work {work}: not empty; name a new folder (each release's traces go in <folder>/<version>)")
     print(f"bisecting TileLang releases {' '.join(versions)} (oldest first) with: {' '.join(command)}", flush=True)
+    if versions != given:  # the search needs them in order: said, so the order is never a surprise
+        print(f"(sorted as release numbers; given as {' '.join(given)})", flush=True)
     print(f"venvs: {cache}; traces: {work}", flush=True)
     runs: dict[str, tuple[Interpreter, SideRun]] = {}
 
@@ -84,40 +91,40 @@ def cmd_bisect_versions(args: argparse.Namespace, command: list[str]) -> int:
     if found.kind == "all good":
         print(f"every release is good, the newest ({found.good}) included: no bad release to find", flush=True)
         return 0
-    _compare(runs[found.good], runs[found.bad])
+    page = _compare(runs[found.good], runs[found.bad], work)
+    if page:
+        print(f"summary page: file://{page}", flush=True)
     print(f"first bad release: {found.bad} (last good: {found.good})", flush=True)
     return 1
 
 
-def _compare(good: tuple[Interpreter, SideRun], bad: tuple[Interpreter, SideRun]) -> None:
-    """The last good and the first bad release's kernels, compared as lower-trace regress does."""
+def _compare(good: tuple[Interpreter, SideRun], bad: tuple[Interpreter, SideRun], work: str) -> str:
+    """The last good and the first bad release's kernels, compared as lower-trace regress does, and
+    written as regress writes its result (regress.json, summary.html, comparison pages) into work:
+    the summary page's path ("" when no kernel was traced in either)."""
     from lower_trace.analysis.regress import regress
+    from lower_trace.regress.result import load_side, result_of, write_result
+    from lower_trace.regress.run_sides import side_record
+    from lower_trace.regress.sides import SideSpec
     from lower_trace.render.regress_view import write_summary
 
-    base, head = _load(good[1].folder), _load(bad[1].folder)
+    base, head = load_side(good[1].folder), load_side(bad[1].folder)
     header = [_line("base (last good)", *good), _line("head (first bad)", *bad)]
     if not any(t.kernels for t in base) and not any(t.kernels for t in head):
         for line in header:
             print(line)
         print("no kernel was traced in either release: nothing to compare (does the check compile one with TileLang?)")
-        return
+        return ""
+    verdicts = regress(base, head)
+    sides = [side_record(SideSpec(label, interpreter.python), interpreter, run) for label, (interpreter, run) in (("base", good), ("head", bad))]
+    page = write_result(work, result_of(verdicts, sides[0], sides[1], work))
     try:
-        write_summary(sys.stdout, regress(base, head), header)
+        write_summary(sys.stdout, verdicts, header)
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return page
 
 
 def _line(what: str, interpreter: Interpreter, run: SideRun) -> str:
     return f"{what}: TileLang {interpreter.tilelang} ({interpreter.python}); exit {run.returncode}, {run.seconds:.1f} s; traces {run.folder}"
-
-
-def _load(folder: str) -> list[Trace]:
-    import warnings
-
-    from lower_trace.store.layout import list_runs
-    from lower_trace.store.reader import TraceDamaged, load_trace
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TraceDamaged)
-        return [load_trace(run) for run in list_runs(folder)] if os.path.isdir(folder) else []

@@ -52,12 +52,13 @@ def parse_configs(items: Sequence[str], option: str) -> dict[str, Any]:
     return configs
 
 
-def probe(spec: SideSpec, option: str, owners: dict[str, str] | None = None) -> Interpreter:
+def probe(spec: SideSpec, option: str, also: Sequence[SideSpec] = ()) -> Interpreter:
     """Ask the side's interpreter what it has; SideError (one line) when it cannot be a side.
-    owners: which side's option gave each config (one interpreter asked for both sides)."""
+    also: other sides with the same interpreter, whose configs are checked in the same call."""
     python = resolve(spec.python, option)
+    wanted = [[side.label, key, value] for side in (*also, spec) for key, value in side.configs.items()]
     try:
-        proc = subprocess.run([python, side_probe.__file__, json.dumps(sorted(spec.configs))], capture_output=True, text=True, timeout=300)
+        proc = subprocess.run([python, side_probe.__file__, json.dumps(wanted)], capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SideError(f"{option} {spec.python}: cannot be run ({exc}); name a Python interpreter, e.g. .venvs/tilelang-0.1.13/bin/python") from None
     try:
@@ -69,13 +70,35 @@ def probe(spec: SideSpec, option: str, owners: dict[str, str] | None = None) -> 
         raise SideError(f"{option} {spec.python}: has no TileLang ({why}); pip install tilelang into it, or name a venv that has it")
     if not found.get("lower_trace"):
         raise SideError(f"{option} {spec.python}: has no lower-trace, which traces its compiles there; pip install lower-trace into it")
-    unknown = found.get("unknown") or []
-    if unknown:
-        owner = (owners or {}).get(unknown[0], spec.label)
-        raise SideError(
-            f"{flag_of(owner)} {unknown[0]}: TileLang {found['tilelang']} at {python} knows no such pass config; see tilelang.transform.PassConfigKey"
-        )
+    for owner, key in found.get("unknown") or []:
+        raise SideError(f"{flag_of(owner)} {key}: TileLang {found['tilelang']} at {python} knows no such pass config; see tilelang.transform.PassConfigKey")
+    values = {(side.label, key): value for side in (*also, spec) for key, value in side.configs.items()}
+    for owner, key, declared, why in found.get("mistyped") or []:
+        raise SideError(mistyped(owner, key, values.get((owner, key)), declared, found["tilelang"], why))
     return Interpreter(python, found["tilelang"], dict(spec.configs), bool(found.get("plugin")))
+
+
+# What each type TVM registers configs with takes, as written after KEY= (read as JSON).
+_TAKES = {"ir.IntImm": "true/false or an integer", "ir.FloatImm": "a number", "str": "text", "ffi.String": "text", "ffi.Array": "a JSON list"}
+
+
+_KINDS = ((str, "text"), (bool, "true/false"), (int, "an integer"), (float, "a number"), (list, "a list"), (dict, "an object"))
+
+
+def mistyped(owner: str, key: str, value: Any, declared: str, tilelang: str, why: str) -> str:
+    """One line: the option, the key, the value as given, the type TileLang declares, TVM's reason."""
+    given = json.dumps(value) if not isinstance(value, str) or _is_json(value) else value  # as written (parse_configs read it)
+    kind = next((name for cls, name in _KINDS if isinstance(value, cls)), "null")
+    takes = _TAKES.get(declared, "a JSON object of its fields")
+    return f"{flag_of(owner)} {key}={given}: TileLang {tilelang} declares {key} as {declared} ({takes}), not {kind} (TVM: {why})"
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def flag_of(label: str) -> str:

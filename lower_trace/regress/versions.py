@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -166,6 +167,40 @@ def _step(argv: list[str], out: TextIO, what: str) -> None:
     out.write(f"$ {' '.join(argv)}\n{proc.stdout}{proc.stderr}\n")
     if proc.returncode != 0:
         raise VenvError(f"{what} failed (exit {proc.returncode}): {last_line(proc.stderr or proc.stdout)}")
+
+
+# A release number as PEP 440 writes the common ones: 0.1.13, 0.1.6.post1, 0.2.0rc1, 0.1.7.dev3+local.
+_RELEASE = re.compile(
+    r"v?(\d+(?:\.\d+)*)(?:[-_.]?(a|b|c|rc|alpha|beta|pre|preview)[-_.]?(\d*))?"  # 0.2.0, 0.2.0rc1
+    r"(?:[-_.]?(?:post|rev|r)[-_.]?(\d*))?(?:[-_.]?dev[-_.]?(\d*))?(?:\+[a-z0-9.]+)?"  # .post1, .dev3, +local
+)
+_PHASES = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
+
+
+def release_key(version: str) -> tuple:
+    """What orders releases as pip does (PEP 440): 0.1.9 < 0.1.13, 0.2.0.dev1 < 0.2.0rc1 < 0.2.0 <
+    0.2.0.post1. ValueError for what is not a release number."""
+    match = _RELEASE.fullmatch(version.strip().lower())
+    if match is None:
+        raise ValueError(version)
+    numbers, phase, pre, post, dev = match.groups()
+    release = [int(n) for n in numbers.split(".")]
+    while len(release) > 1 and release[-1] == 0:
+        release.pop()  # 1.0 is 1.0.0
+    if phase is not None:
+        stage = (_PHASES[phase], int(pre or 0))
+    elif dev is not None and post is None:
+        stage = (-1, 0)  # 1.0.dev1 comes before 1.0a1
+    else:
+        stage = (3, 0)
+    return (tuple(release), stage, int(post or 0) if post is not None else -1, int(dev or 0) if dev is not None else float("inf"))
+
+
+def oldest_first(versions: Sequence[str]) -> list[str]:
+    """The releases sorted oldest first (ValueError naming the first that is no release number)."""
+    for version in versions:
+        release_key(version)
+    return sorted(versions, key=release_key)
 
 
 @dataclass

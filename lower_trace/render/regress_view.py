@@ -9,6 +9,7 @@ from typing import Any, TextIO
 from lower_trace.analysis.regress import IDENTICAL, SEVERITY, KernelVerdict, corpus_slower, counts
 from lower_trace.model import PassRecord
 from lower_trace.render.compare_view import renaming_text
+from lower_trace.render.regress_cause_view import cause_json, phrases
 from lower_trace.text_safety import plural, printable
 
 _UNITS = {"spill_stores": " B", "spill_loads": " B", "shared_static": " B", "stack": " B"}
@@ -20,7 +21,7 @@ def _pass(record: PassRecord | None) -> str:
 
 def evidence(verdict: KernelVerdict) -> list[str]:
     """The facts behind a verdict, each a short phrase, the most telling first."""
-    out: list[str] = []
+    out: list[str] = [verdict.stopped] if verdict.stopped else []
     for what, a, b in verdict.device:
         unit = _UNITS.get(what, "")
         out.append(f"{what.replace('_', ' ')} {a}{unit} → {b}{unit}")
@@ -35,6 +36,7 @@ def evidence(verdict: KernelVerdict) -> list[str]:
         if error is not None:
             out.append(f"{label} fails: {error.type}: {printable(error.message.splitlines()[0] if error.message else '')}")
     if result is not None and not result.equivalent:
+        out.extend(phrases(verdict.cause))  # the writers of the differing lines: the answer across releases
         divergence = result.divergence
         if divergence is None:
             out.append("every pass alike; the generated sources differ")
@@ -63,7 +65,8 @@ def evidence(verdict: KernelVerdict) -> list[str]:
 def slower_lines(verdicts: Sequence[KernelVerdict]) -> list[str]:
     """The passes slower on head across the corpus (analysis.regress.corpus_slower), a line each."""
     return [
-        f"{s.name}: {s.head_ms / max(s.base_ms, 1e-3):.1f}x slower on head in {s.slow} of {s.ran} kernels (median {s.base_ms:.1f} → {s.head_ms:.1f} ms)"
+        f"{s.name}: {s.head_ms / max(s.base_ms, 1e-3):.1f}x slower on head in {s.slow} of {s.ran} kernels "
+        f"(median {s.base_ms:.1f} → {s.head_ms:.1f} ms; by chance: p < {max(s.chance, 1e-12):.0e})"
         for s in corpus_slower(verdicts)
     ]
 
@@ -72,15 +75,53 @@ def write_summary(stream: TextIO, verdicts: Sequence[KernelVerdict], header: Seq
     for line in header:
         stream.write(line + "\n")
     width = max((len(v.verdict) for v in verdicts), default=10)
-    name_width = min(60, max((len(v.key.label()) for v in verdicts), default=10))
+    names = labels(verdicts)
+    name_width = min(60, max((len(names[id(v)]) for v in verdicts), default=10))
     for v in verdicts:
         facts = "; ".join(evidence(v)) if v.verdict != IDENTICAL else ""
-        stream.write(f"  {v.verdict:<{width}}  {printable(v.key.label()):<{name_width}}  {facts}".rstrip() + "\n")
+        stream.write(f"  {v.verdict:<{width}}  {printable(names[id(v)]):<{name_width}}  {facts}".rstrip() + "\n")
     stream.write(count_line(verdicts) + "\n")
     for line in slower_lines(verdicts):
         stream.write(f"compile time: {line}\n")
     for line in footer:
         stream.write(line + "\n")
+
+
+def labels(verdicts: Sequence[KernelVerdict]) -> dict[int, str]:
+    """Each verdict's kernel as a line names it (by id of the verdict): its key's label, and where
+    kernels share one (a sweep's variants: one origin and name, other signatures), the part of the
+    signature that tells them apart."""
+    groups: dict[str, list[KernelVerdict]] = {}
+    for v in verdicts:
+        groups.setdefault(v.key.label(), []).append(v)
+    out: dict[int, str] = {}
+    for label, group in groups.items():
+        apart = distinguishing([v.key.signature for v in group]) if len(group) > 1 else []
+        for k, v in enumerate(group):
+            out[id(v)] = f"{label} [{apart[k]}]" if apart and apart[k] else label
+    return out
+
+
+def distinguishing(signatures: Sequence[str], keep: int = 12) -> list[str]:
+    """Each signature without what all of them share at the start and the end (the part that tells
+    them apart, with a few characters of context), "…" where something was cut."""
+    if len(set(signatures)) < 2:
+        return ["" for _ in signatures]
+    prefix = len(_common([*signatures]))
+    suffix = len(_common([s[prefix:][::-1] for s in signatures]))
+    out = []
+    for s in signatures:
+        start, end = max(0, prefix - keep), len(s) - max(0, suffix - keep)
+        out.append(("…" if start else "") + s[start:end] + ("…" if end < len(s) else ""))
+    return out
+
+
+def _common(texts: list[str]) -> str:
+    first, last = min(texts), max(texts)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return first[:n]
 
 
 def count_line(verdicts: Sequence[KernelVerdict]) -> str:
@@ -95,15 +136,19 @@ def write_markdown(stream: TextIO, verdicts: Sequence[KernelVerdict], sides: Seq
     for line in sides:
         stream.write(f"- {line}\n")
     stream.write(f"\n**{count_line(verdicts)}**\n\n")
-    for line in slower_lines(verdicts):
+    slower = slower_lines(verdicts)
+    for line in slower:
         stream.write(f"- compile time: {line}\n")
+    if slower:
+        stream.write("\n")  # a table right after a list item is the item's text, not a table
     changed = [v for v in verdicts if v.verdict != IDENTICAL]
     if not changed:
         stream.write("Every kernel compiles to identical code.\n")
         return
     stream.write("| verdict | kernel | evidence |\n| --- | --- | --- |\n")
+    names = labels(verdicts)
     for v in changed:
-        cells = [v.verdict, f"`{v.key.label()}`", "; ".join(evidence(v))]
+        cells = [v.verdict, f"`{names[id(v)].replace('`', chr(39))}`", "; ".join(evidence(v))]
         stream.write("| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + " |\n")
 
 
@@ -138,9 +183,10 @@ def as_json(verdict: KernelVerdict, page: str = "") -> dict[str, Any]:
         out["renamed"] = [list(pair) for pair in result.renamed]
     out["device"] = {what: [a, b] for what, a, b in verdict.device}
     out["slower"] = [{"pass": s.name, "base_ms": s.base_ms, "head_ms": s.head_ms} for s in verdict.slower]
+    out["cause"] = cause_json(verdict.cause, result)
     out["compare_page"] = page
     return out
 
 
 def slower_json(verdicts: Sequence[KernelVerdict]) -> list[dict[str, Any]]:
-    return [{"pass": s.name, "kernels": s.slow, "ran": s.ran, "base_ms": s.base_ms, "head_ms": s.head_ms} for s in corpus_slower(verdicts)]
+    return [{"pass": s.name, "kernels": s.slow, "ran": s.ran, "base_ms": s.base_ms, "head_ms": s.head_ms, "chance": s.chance} for s in corpus_slower(verdicts)]

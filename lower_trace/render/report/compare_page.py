@@ -12,15 +12,17 @@ import os
 from typing import Any
 
 from lower_trace.analysis.compare import Comparison, compiled
+from lower_trace.analysis.regress_cause import RegressCause
 from lower_trace.model import KernelTrace, PassRecord, Trace
 from lower_trace.model_json import to_json
 from lower_trace.render.compare_view import config_text, renaming_text
+from lower_trace.render.regress_cause_view import page_data
 from lower_trace.render.report.page import asset, block, escape_text, fill, json_for_script, page_rules
 from lower_trace.render.report.writer import pack
 from lower_trace.store.files import write_atomically
 
 # The page's JS, in the order it runs: the report's text, diff and view code, then the comparison's.
-SCRIPTS = ("state.js", "diff.js", "text.js", "blame.js", "blocks.js", "view.js", "compare.js", "compare_view.js", "compare_page.js")
+SCRIPTS = ("state.js", "diff.js", "text.js", "blame.js", "blocks.js", "view.js", "compare.js", "compare_view.js", "compare_page.js", "compare_cause.js")
 
 
 def side_label(trace: Trace, kernel: KernelTrace) -> str:
@@ -71,16 +73,18 @@ def _paired_sources(result: Comparison, a: KernelTrace, b: KernelTrace) -> list[
     return [[role, last[0].get(role), last[1].get(role)] for role in roles]
 
 
-def write_compare_page(path: str, result: Comparison, a: tuple[Trace, KernelTrace], b: tuple[Trace, KernelTrace]) -> str:
-    """Write the page to path (atomically); returns its absolute path."""
+def write_compare_page(path: str, result: Comparison, a: tuple[Trace, KernelTrace], b: tuple[Trace, KernelTrace], cause: RegressCause | None = None) -> str:
+    """Write the page to path (atomically); returns its absolute path. With regress's cause, the page
+    lists each differing line of the final code with the pass that wrote it on its side (a link to
+    that pass's aligned row)."""
     path = os.path.abspath(path)
-    header = {"rules": page_rules(), "labels": [side_label(*a), side_label(*b)]}
+    header = {"rules": page_rules(), "labels": [side_label(*a), side_label(*b)], "cause": page_data(cause, result)}
     scripts = "".join(block(f"\n{asset(name)}\n") for name in SCRIPTS)
     page = fill(
         asset("compare.html"),
         {
             "title": escape_text(f"lower-trace diff: {a[1].name} / {b[1].name}"),
-            "css": asset("report.css"),
+            "css": asset("report.css") + "\n" + asset("compare_cause.css"),
             "data": json_for_script(header),
             "payload": block(pack(comparison_data(result, a[1], b[1])), "application/octet-stream", "lt-payload", "lt-p0"),
             "scripts": scripts,

@@ -13,19 +13,21 @@ import urllib.parse
 from collections import Counter
 from typing import Any
 
-from lower_trace.analysis import regress as verdicts
+from lower_trace.analysis.verdicts import DEVICE_VERDICTS, Verdict
+from lower_trace.render.regress_cause_view import WHY
 from lower_trace.render.report.page import asset, block, escape_text, fill, json_for_script
 from lower_trace.store.files import write_atomically
 
 # How each verdict is coloured: a side got worse, a change for the better or a new kernel, nothing
 # changed; any other verdict (the code differs) is a warning.
-BAD = (verdicts.BROKEN, verdicts.MISSING, verdicts.BOTH_FAIL, *verdicts.DEVICE_VERDICTS)
-INFO = (verdicts.FIXED, verdicts.RENAMED, verdicts.NEW)
+BAD = (Verdict.BROKEN, Verdict.DIED_HEAD, Verdict.DIED_BASE, Verdict.MISSING, Verdict.BOTH_FAIL, *DEVICE_VERDICTS)
+INFO = (Verdict.FIXED, Verdict.RENAMED, Verdict.NEW, Verdict.VARIES)
 SPILLS = ("spill_stores", "spill_loads")
+CAUSES_SHOWN = 3  # the writers of differing lines a row lists (the comparison page has them all)
 
 
 def tone(verdict: str) -> str:
-    return "ok" if verdict == verdicts.IDENTICAL else "bad" if verdict in BAD else "info" if verdict in INFO else "warn"
+    return "ok" if verdict == Verdict.IDENTICAL else "bad" if verdict in BAD else "info" if verdict in INFO else "warn"
 
 
 def _href(target: str, folder: str) -> str:
@@ -42,6 +44,17 @@ def _pair(device: dict[str, Any], names: tuple[str, ...]) -> list[Any] | None:
     if not found or not all(isinstance(v, int) for pair in found for v in pair):
         return None
     return [sum(pair[0] for pair in found), sum(pair[1] for pair in found)]
+
+
+def _cause(cause: dict[str, Any] | None, href: str) -> list[dict[str, Any]]:
+    """The writers of the differing lines as the evidence cell lists them: the phrase, the pass's
+    name (shown apart), and a link to its row on the comparison page."""
+    if not cause:
+        return []
+    return [
+        {"pass": p["pass"], "text": p["text"], "href": f"{href}#{p['row']}" if href and p.get("row") is not None else ""}
+        for p in cause.get("passes", [])[:CAUSES_SHOWN]
+    ]
 
 
 def _side_ms(side: dict[str, Any] | None) -> float | None:
@@ -64,7 +77,8 @@ def summary_rows(found: dict[str, Any], folder: str) -> list[dict[str, Any]]:
             "kernel": kernel.get("kernel", ""),
             "occurrence": kernel.get("occurrence", 1),
             "signature": kernel.get("signature", ""),
-            "evidence": kernel.get("evidence", []),
+            "evidence": [fact for fact in kernel.get("evidence", []) if not fact.startswith(WHY)],
+            "cause": _cause(kernel.get("cause"), _href(kernel.get("compare_page", ""), folder)),
             "registers": _pair(device, ("registers",)),
             "spills": _pair(device, SPILLS),
             "base_ms": _side_ms(base),
@@ -100,7 +114,7 @@ def write_summary_page(path: str, found: dict[str, Any]) -> str:
     """Write the summary of a regress result (regress.json's content) to path, atomically; returns its absolute path."""
     path = os.path.abspath(path)
     data = summary_data(found, os.path.dirname(path))
-    differ = sum(count for verdict, count, _ in data["counts"] if verdict != verdicts.IDENTICAL)
+    differ = sum(count for verdict, count, _ in data["counts"] if verdict != Verdict.IDENTICAL)
     page = fill(
         asset("regress.html"),
         {

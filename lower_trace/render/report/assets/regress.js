@@ -16,6 +16,7 @@
  * @property {number} occurrence
  * @property {string} signature
  * @property {string[]} evidence
+ * @property {LTRegressCause[]} cause  the passes that wrote the differing lines, most lines first
  * @property {number[]|null} registers  [base, head] where they differ
  * @property {number[]|null} spills  [base, head] (stores + loads) where they differ
  * @property {number|null} base_ms
@@ -23,6 +24,11 @@
  * @property {string|null} base_status
  * @property {string|null} head_status
  * @property {string} href  the comparison page, relative to this page ("": none)
+ *
+ * @typedef {Object} LTRegressCause
+ * @property {string} pass
+ * @property {string} text  what it wrote on each side (starts with the pass's name)
+ * @property {string} href  its row on the comparison page ("": none)
  *
  * @typedef {Object} LTRegressSide
  * @property {string} label
@@ -82,6 +88,13 @@ function ltRegressPage() {
     const change = pair[1] - pair[0];
     return el("span", change > 0 ? "delta-up" : change < 0 ? "delta-down" : "", `${pair[0]} → ${pair[1]} (${change > 0 ? "+" : ""}${change})`);
   };
+  /** A writer of differing lines: its name (a link to its row on the comparison page), then what it wrote. */
+  const why = (/** @type {LTRegressCause} */ cause) => {
+    const named = cause.text.startsWith(cause.pass);
+    const name = cause.href ? link(cause.href, cause.pass, "cause-pass") : el("b", "cause-pass", cause.pass);
+    if (cause.href) name.title = "open this pass on the comparison page";
+    return el("li", "", named ? [name, document.createTextNode(cause.text.slice(cause.pass.length))] : cause.text);
+  };
   /** @type {Map<HTMLTableRowElement, LTRegressRow>} */
   const rowOf = new Map();
   const body = $("rows");
@@ -100,7 +113,10 @@ function ltRegressPage() {
     const cells = [
       el("td", "", [badge]),
       kernel,
-      el("td", "evidence", row.evidence.length ? [el("ul", "", row.evidence.map((fact) => el("li", "", fact)))] : ""),
+      el("td", "evidence", [
+        ...(row.cause.length ? [el("ul", "cause", row.cause.map(why))] : []),
+        ...(row.evidence.length ? [el("ul", "", row.evidence.map((fact) => el("li", "", fact)))] : []),
+      ]),
       el("td", "num", [delta(row.registers)]),
       el("td", "num", [delta(row.spills)]),
       el("td", "num", ms(row.base_ms)),
@@ -119,7 +135,7 @@ function ltRegressPage() {
   const sortKey = {
     verdict: (r) => r.severity,
     kernel: (r) => `${r.origin}\u0000${r.kernel}`,
-    evidence: (r) => r.evidence.length,
+    evidence: (r) => r.cause.length + r.evidence.length,
     registers: (r) => (r.registers ? r.registers[1] - r.registers[0] : null),
     spills: (r) => (r.spills ? r.spills[1] - r.spills[0] : null),
     base_ms: (r) => r.base_ms,

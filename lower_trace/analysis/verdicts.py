@@ -1,0 +1,65 @@
+"""The verdicts of lower-trace regress: one enum, read by the comparison, the gate (--fail-on),
+every view and the summary page (which gets their labels from the result, never a copy)."""
+
+from __future__ import annotations
+
+import enum
+
+
+class Verdict(str, enum.Enum):
+    """What became of one kernel from base to head. Declared most severe first: the views sort by
+    this order and the gate reads it."""
+
+    BROKEN = "compile broken"  # compiles on base, fails on head
+    DIED_HEAD = "died on head"  # head's process stopped during this compile: nothing to compare
+    DIED_BASE = "died on base"
+    MISSING = "missing on head"  # compiled on base only
+    SPILLS_UP = "spills up"
+    OCCUPANCY_DOWN = "occupancy down"
+    REGISTERS_UP = "registers up"
+    DIFFERS = "code differs"  # the device code (or, without one, the only code) differs
+    HOST_DIFFERS = "host code differs"  # the device code is the same, the host side's is not
+    FIXED = "fixed on head"  # fails on base, compiles on head
+    BOTH_FAIL = "fails on both"
+    VARIES = "varies run to run"  # differs as it differs between two runs of one side (TileLang's own variation)
+    RENAMED = "only renamed"
+    SAME_CODE = "same code, other IR"  # every generated source is the same; passes on the way did otherwise
+    NEW = "new on head"  # compiled on head only
+    IDENTICAL = "identical"
+
+    def __str__(self) -> str:  # the label a user reads, in f-strings too
+        return self.value
+
+    @property
+    def severity(self) -> int:
+        return _ORDER[self]
+
+
+_ORDER = {verdict: index for index, verdict in enumerate(Verdict)}
+SEVERITY = tuple(Verdict)
+DEVICE_VERDICTS = (Verdict.SPILLS_UP, Verdict.OCCUPANCY_DOWN, Verdict.REGISTERS_UP)
+
+# --fail-on's words, and the verdicts each stands for.
+GATES: dict[str, tuple[Verdict, ...]] = {
+    "broken": (Verdict.BROKEN,),
+    "died": (Verdict.DIED_HEAD, Verdict.DIED_BASE),
+    "missing": (Verdict.MISSING,),
+    "spills": (Verdict.SPILLS_UP,),
+    "occupancy": (Verdict.OCCUPANCY_DOWN,),
+    "registers": (Verdict.REGISTERS_UP,),
+    "code": (Verdict.DIFFERS, Verdict.HOST_DIFFERS, Verdict.FIXED, Verdict.BOTH_FAIL),
+    "varies": (Verdict.VARIES,),
+    "renamed": (Verdict.RENAMED,),
+    "ir": (Verdict.SAME_CODE,),
+    "new": (Verdict.NEW,),
+}
+# Never in the default gate: what differs only as TileLang's own run-to-run variation, only in
+# names (unless --up-to-renaming is not given: see default_gate), or only in the IR on the way.
+_NOT_GATED = (Verdict.IDENTICAL, Verdict.SAME_CODE, Verdict.VARIES)
+
+
+def default_gate(up_to_renaming: bool) -> set[Verdict]:
+    """The verdicts that fail the gate when --fail-on is not given: any generated code that is not
+    the same (names aside with --up-to-renaming), beyond what varies from run to run."""
+    allowed = {*_NOT_GATED, *((Verdict.RENAMED,) if up_to_renaming else ())}
+    return {verdict for verdicts in GATES.values() for verdict in verdicts} - allowed

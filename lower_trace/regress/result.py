@@ -1,0 +1,94 @@
+"""A regress result on disk: the sides' traces loaded back, and what a comparison leaves in its
+output folder -- regress.json, summary.html (the page to show) and a comparison page for each
+pair that is not identical. lower-trace regress and bisect --versions both write it.
+
+A stored side (--compare) is a folder of traces: a regress side (OUT/base, OUT/head), or
+TL_LOWER_TRACE_DIR of a run. A regress output folder (OUT, holding base/, head/ and regress.json)
+given as a side stands for its head side: comparing two earlier regress runs means comparing
+what each of them tested, their heads."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from lower_trace.regress.corpus import LOG
+from lower_trace.regress.sides import SideError
+
+if TYPE_CHECKING:
+    from lower_trace.analysis.regress import KernelVerdict
+    from lower_trace.model import Trace
+
+RESULT = "regress.json"
+
+
+def is_regress_output(folder: str) -> bool:
+    return os.path.isfile(os.path.join(folder, RESULT)) and all(os.path.isdir(os.path.join(folder, side)) for side in ("base", "head"))
+
+
+def stored_side(folder: str, option: str) -> tuple[str, str]:
+    """(the folder of traces a --compare argument names, a note to say when it is not the folder
+    itself); SideError when it names no side."""
+    from lower_trace.store.layout import list_runs
+
+    if not os.path.isdir(folder):
+        raise SideError(f"{option} {folder}: no such folder; name a folder of traces (a regress side such as OUT/head, or TL_LOWER_TRACE_DIR of a run)")
+    if is_regress_output(folder):
+        head = os.path.join(folder, "head")
+        return head, f"{option} {folder} is a regress output folder: comparing its head side, {head}"
+    # A regress side whose corpus traced nothing still has its command log: a side, with no kernel.
+    if list_runs(folder) or os.path.isfile(os.path.join(folder, LOG)):
+        return folder, ""
+    raise SideError(
+        f"{option} {folder}: holds no trace (no run folder with a trace.jsonl in it or one or two levels down); "
+        "name a regress side (OUT/base, OUT/head), a regress output folder, or TL_LOWER_TRACE_DIR of a run"
+    )
+
+
+def load_side(folder: str) -> list[Trace]:
+    """Every run in a side's folder (a damaged one loads as far as it goes); none for no folder."""
+    from lower_trace.store.layout import list_runs
+    from lower_trace.store.reader import TraceDamaged, load_trace
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TraceDamaged)
+        return [load_trace(run) for run in list_runs(folder)] if os.path.isdir(folder) else []
+
+
+def result_of(verdicts: Sequence[KernelVerdict], base: dict[str, Any], head: dict[str, Any], out: str, ignore: Sequence[str] = ()) -> dict[str, Any]:
+    """regress.json's content; with out, each pair that is not identical gets its comparison page there."""
+    from lower_trace.render.regress_view import as_json, slower_json
+
+    pages = _compare_pages(verdicts, out) if out else {}
+    return {"base": base, "head": head, "kernels": [as_json(v, pages.get(id(v), "")) for v in verdicts], "slower_passes": slower_json(verdicts)}
+
+
+def write_result(out: str, found: dict[str, Any]) -> str:
+    """regress.json and summary.html (the page to show) in out; the page's path."""
+    from lower_trace.render.report.regress_page import write_summary_page
+    from lower_trace.store.files import write_atomically
+
+    os.makedirs(out, exist_ok=True)
+    write_atomically(os.path.join(out, RESULT), json.dumps(found, indent=1))
+    return write_summary_page(os.path.join(out, "summary.html"), found)
+
+
+def _compare_pages(verdicts: Sequence[KernelVerdict], out: str) -> dict[int, str]:
+    """A comparison page for each pair that is not identical: the summary links to it."""
+    from lower_trace.analysis.regress import IDENTICAL
+    from lower_trace.render.report.compare_page import write_compare_page
+    from lower_trace.store.paths import safe_component
+
+    pages: dict[int, str] = {}
+    folder = os.path.join(out, "compare")
+    for number, verdict in enumerate(verdicts, start=1):
+        if verdict.verdict == IDENTICAL or verdict.comparison is None or verdict.base is None or verdict.head is None:
+            continue
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, f"{number}-{safe_component(verdict.key.name, 'kernel')}.html")
+        sides = (verdict.base.trace, verdict.base.kernel), (verdict.head.trace, verdict.head.kernel)
+        pages[id(verdict)] = write_compare_page(path, verdict.comparison, *sides, verdict.cause)
+    return pages
