@@ -195,6 +195,7 @@ def compare(first: Side, second: Side, ignore: Sequence[str] = (), up_to_renamin
     """Align the two kernels' passes and find their first divergence (see the module doc)."""
     norm = Normaliser(renames_between(first, second), ignore, reorder=first.kernel.name != second.kernel.name)
     renamed: dict[str, str] = {}
+    answers: dict[tuple[str, str], dict[str, str] | None] = {}  # a pass's output is the next one's input
 
     def text(side: int, digest: str) -> str:
         reader = first.text_of if side == 0 else second.text_of
@@ -205,7 +206,9 @@ def compare(first: Side, second: Side, ignore: Sequence[str] = (), up_to_renamin
             return True
         if not up_to_renaming:
             return False
-        found = correspondence(a, b)
+        if (a, b) not in answers:
+            answers[(a, b)] = correspondence(a, b)
+        found = answers[(a, b)]
         if found is None:
             return False
         for old, new in found.items():

@@ -22,6 +22,8 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from lower_trace.analysis import aliases
+from lower_trace.analysis.aliases import AliasGroup
 from lower_trace.analysis.compare import Comparison, Normaliser, Side, compare, compiled, renames_between
 from lower_trace.analysis.device.summary import summarize
 from lower_trace.analysis.regress_cause import RegressCause, explain
@@ -37,6 +39,7 @@ BROKEN, DIED_HEAD, DIED_BASE, MISSING = Verdict.BROKEN, Verdict.DIED_HEAD, Verdi
 SPILLS_UP, OCCUPANCY_DOWN, REGISTERS_UP = Verdict.SPILLS_UP, Verdict.OCCUPANCY_DOWN, Verdict.REGISTERS_UP
 DIFFERS, HOST_DIFFERS, FIXED, BOTH_FAIL = Verdict.DIFFERS, Verdict.HOST_DIFFERS, Verdict.FIXED, Verdict.BOTH_FAIL
 VARIES, RENAMED, SAME_CODE, NEW, IDENTICAL = Verdict.VARIES, Verdict.RENAMED, Verdict.SAME_CODE, Verdict.NEW, Verdict.IDENTICAL
+EQUIVALENT = Verdict.EQUIVALENT
 
 # A pass is slower on head in one kernel when it takes SLOWER_RATIO times base's time -- after
 # dividing out how much slower the whole compile ran on head (a loaded machine slows every pass) --
@@ -102,6 +105,7 @@ class KernelVerdict:
     reasons: tuple[Verdict, ...] = field(default=())  # every verdict that applies, the shown one first
     stopped: str = ""  # a side died: where its trace of this kernel ends, and how the process ended
     variation: KnownVariation | None = None  # VARIES: the run-to-run variation measured before that explains it
+    equated: tuple[AliasGroup, ...] = ()  # EQUIVALENT: the names equated, each group one object
     cause: RegressCause | None = None  # the code differs: which passes wrote the differing lines (regress_cause.py)
 
     @property
@@ -190,13 +194,16 @@ def verdict(key: KernelKey, base: Found | None, head: Found | None, ignore: Sequ
     if failed == (False, True):
         reasons.append(BROKEN)
     reasons.extend(name for name in DEVICE_VERDICTS if any(_worse(name, what, a, b) for what, a, b in device))
-    code = code_difference(base, head, result)
+    equated: list[AliasGroup] = []
+    code = code_difference(base, head, result, equated)
     if failed == (True, False):
         reasons.append(FIXED)
     elif failed == (True, True):
         reasons.append(BOTH_FAIL)
     elif code:
         reasons.append(code)
+    elif equated:
+        reasons.append(EQUIVALENT)
     elif result.divergence is not None:
         reasons.append(SAME_CODE)
     elif result.renamed:
@@ -206,7 +213,8 @@ def verdict(key: KernelKey, base: Found | None, head: Found | None, ignore: Sequ
     shown = reasons[0] if reasons else IDENTICAL
     effect = first_effect(base, head, result) if result.divergence is not None and result.divergence.kind == "input" else None
     cause = explain((base.trace, base.kernel), (head.trace, head.kernel), result) if {DIFFERS, HOST_DIFFERS, SAME_CODE} & set(reasons) else None
-    return KernelVerdict(key, shown, base, head, result, effect, device, slower, tuple(reasons) or (IDENTICAL,), cause=cause)
+    groups = tuple(equated) if EQUIVALENT in reasons else ()
+    return KernelVerdict(key, shown, base, head, result, effect, device, slower, tuple(reasons) or (IDENTICAL,), cause=cause, equated=groups)
 
 
 def stopped_early(base: Found | None, head: Found | None, ends: tuple[str, str]) -> KernelVerdict | None:
@@ -232,16 +240,24 @@ def where_it_ends(kernel: KernelTrace, other: Found | None) -> str:
     return f"after pass {last.seq} {last.name}{whole}" if last is not None else "before its first pass"
 
 
-def code_difference(base: Found, head: Found, result: Comparison) -> Verdict | None:
+def code_difference(base: Found, head: Found, result: Comparison, equated: list[AliasGroup] | None = None) -> Verdict | None:
     """Which generated code differs (DIFFERS: the device's, or the only one; HOST_DIFFERS: the host's
-    alone), compared as the comparison does (up to renaming); None when all of it is the same."""
+    alone), compared as the comparison does (up to renaming) and with equivalent objects equated
+    (analysis/aliases.py: names bound to one address), whose groups go to `equated`; None when
+    all of it is the same."""
 
     def sources(found: Found, side: int, role: str) -> list[str]:
         steps = sorted((s for s in found.kernel.codegen if s.role == role), key=lambda s: s.seq)
         return [result.text(side, compiled(step)) for step in steps]
 
     def alike(a: list[str], b: list[str]) -> bool:
-        return len(a) == len(b) and all(x == y or correspondence(x, y) is not None for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(x == y or correspondence(x, y) is not None or _equated(x, y) for x, y in zip(a, b, strict=True))
+
+    def _equated(a: str, b: str) -> bool:
+        groups = aliases.equated(a, b)
+        if groups and equated is not None:
+            equated.extend(group for group in groups if group not in equated)
+        return groups is not None
 
     roles = [role for role in ("device", "host") if sources(base, 0, role) or sources(head, 1, role)]
     differing = [role for role in roles if not alike(sources(base, 0, role), sources(head, 1, role))]
@@ -403,7 +419,8 @@ def as_variation(v: KernelVerdict, known: dict[tuple[str, str, str, int], KnownV
     item = explained(v, known)
     if item is None:
         return v
-    return dataclasses.replace(v, verdict=VARIES, reasons=(VARIES, *v.reasons), variation=item)
+    # Every reason was one variation explains (analysis/variation.py: explained): they are all it is.
+    return dataclasses.replace(v, verdict=VARIES, reasons=(VARIES,), variation=item)
 
 
 def side_end(returncode: int | None) -> str:

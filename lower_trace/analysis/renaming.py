@@ -204,32 +204,48 @@ def correspondence(a: str, b: str) -> dict[str, str] | None:
     if a == b:
         return {}
     lines_a, lines_b = a.splitlines(), b.splitlines()
-    if len(lines_a) != len(lines_b) and _IDENT.sub("", a) != _IDENT.sub("", b):
-        return None  # neither token by token (what lies between names differs) nor line by line
-    found = _token_by_token(_text_tokens(a), _text_tokens(b))
-    if found is not None:
-        return {wb: wa for wb, wa in found.items() if wb != wa}
+    # Token by token needs what lies between the names to be the same: a regex pass tells most
+    # texts that differ apart without tokenising them.
+    if _between(a) == _between(b):
+        found = _token_by_token(_text_tokens(a), _text_tokens(b))
+        if found is not None:
+            return {wb: wa for wb, wa in found.items() if wb != wa}
     if len(lines_a) != len(lines_b):
-        return None
+        return None  # neither token by token nor line by line
     mapping: dict[str, str] = {}
     for la, lb in zip(lines_a, lines_b, strict=False):
         if la == lb:
             continue
-        pairs = _token_by_token(tokens(la), tokens(lb))
+        pairs = _token_by_token(_line_tokens(la), _line_tokens(lb))
         for wb, wa in (pairs or {}).items():
             if mapping.setdefault(wb, wa) != wa:
                 return None
     if len(set(mapping.values())) != len(mapping):
         return None  # two names of B would become one of A: not a renaming
-    renamed = _sorted_maps(rename(b, mapping, in_strings=False), mapping)
-    if _token_by_token(tokens(_sorted_maps(a)), tokens(renamed), mapping) is None:
+    renamed = _sorted_maps(rename(b, mapping, in_strings=False), mapping).split("\n")
+    compared = _sorted_maps(a).split("\n")
+    # Line by line, as the whole texts' tokens would be compared (no token, string or map
+    # spans a line feed), stopping at the first line that differs otherwise than renamed.
+    if len(compared) != len(renamed):
         return None
+    for la, lb in zip(compared, renamed, strict=True):
+        if la != lb and _token_by_token(_line_tokens(la), _line_tokens(lb), mapping) is None:
+            return None
     return {wb: wa for wb, wa in mapping.items() if wb != wa}
+
+
+@functools.lru_cache(maxsize=64)
+def _between(text: str) -> str:
+    """The text without anything that looks like a name (a letter in a number too): the same for
+    two texts whose Tokens.between are (a number's letters are in both)."""
+    return _IDENT.sub("", text)
 
 
 # Whole texts' tokens, kept for a while: a pass's output is the next one's input, and a comparison
 # reads each text more than once.
 _text_tokens = functools.lru_cache(maxsize=32)(tokens)
+# Lines' tokens: the lines that differ between two texts differ alike along a pipeline.
+_line_tokens = functools.lru_cache(maxsize=4096)(tokens)
 
 
 def _token_by_token(ta: Tokens, tb: Tokens, renamed: Mapping[str, str] | None = None) -> dict[str, str] | None:

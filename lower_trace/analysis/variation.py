@@ -71,7 +71,7 @@ class KernelVerdict(Protocol):
 FILE = "variation.json"
 FORMAT = 1
 # A pair of runs of one side that differs in these has varied on its own.
-_VARIED = (Verdict.DIFFERS, Verdict.HOST_DIFFERS, Verdict.RENAMED, Verdict.SAME_CODE, Verdict.VARIES)
+_VARIED = (Verdict.DIFFERS, Verdict.HOST_DIFFERS, Verdict.RENAMED, Verdict.SAME_CODE, Verdict.VARIES, Verdict.EQUIVALENT)
 # A two-side verdict that known variation may explain.
 _EXPLAINABLE = (Verdict.DIFFERS, Verdict.HOST_DIFFERS, Verdict.RENAMED, Verdict.SAME_CODE)
 

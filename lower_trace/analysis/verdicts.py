@@ -22,6 +22,7 @@ class Verdict(str, enum.Enum):
     FIXED = "fixed on head"  # fails on base, compiles on head
     BOTH_FAIL = "fails on both"
     VARIES = "varies run to run"  # differs as it differs between two runs of one side (TileLang's own variation)
+    EQUIVALENT = "equivalent code"  # the same code once names bound to one object are equated (analysis/aliases.py)
     RENAMED = "only renamed"
     SAME_CODE = "same code, other IR"  # every generated source is the same; passes on the way did otherwise
     NEW = "new on head"  # compiled on head only
@@ -49,13 +50,14 @@ GATES: dict[str, tuple[Verdict, ...]] = {
     "registers": (Verdict.REGISTERS_UP,),
     "code": (Verdict.DIFFERS, Verdict.HOST_DIFFERS, Verdict.FIXED, Verdict.BOTH_FAIL),
     "varies": (Verdict.VARIES,),
+    "equivalent": (Verdict.EQUIVALENT,),
     "renamed": (Verdict.RENAMED,),
     "ir": (Verdict.SAME_CODE,),
     "new": (Verdict.NEW,),
 }
-# Never in the default gate: what differs only as TileLang's own run-to-run variation, only in
-# names (unless --up-to-renaming is not given: see default_gate), or only in the IR on the way.
-_NOT_GATED = (Verdict.IDENTICAL, Verdict.SAME_CODE, Verdict.VARIES)
+# Never in the default gate: what differs only as TileLang's own run-to-run variation (measured,
+# or one object under two names), or only in the IR on the way; names alone with --up-to-renaming.
+_NOT_GATED = (Verdict.IDENTICAL, Verdict.SAME_CODE, Verdict.VARIES, Verdict.EQUIVALENT)
 
 
 def default_gate(up_to_renaming: bool) -> set[Verdict]:

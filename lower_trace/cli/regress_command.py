@@ -34,6 +34,7 @@ def cmd_regress(args: argparse.Namespace) -> int:
     from lower_trace.render.regress_view import write_markdown, write_summary
 
     gate = _gate(args)
+    known = _known_variation(args)  # read before anything runs: a bad file is one line, nothing lost
     for pattern in args.ignore:
         regex(pattern, "--ignore")
     try:
@@ -51,7 +52,6 @@ def cmd_regress(args: argparse.Namespace) -> int:
     for line in failed:  # said, not fatal: what compiled is compared, and --fail-on decides
         print(f"lower-trace regress: {line}", file=sys.stderr, flush=True)
     ends = (side_end(sides[0].get("exit")), side_end(sides[1].get("exit")))
-    known = _known_variation(args)
     verdicts = regress(base, head, ignore=args.ignore, ends=ends, known=known)
     if args.repeat:  # one side twice: whatever differs varies on its own
         known = variation.measured(verdicts)

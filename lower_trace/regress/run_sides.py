@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -69,8 +70,29 @@ def side_record(spec: SideSpec, interpreter: Interpreter, run: SideRun, repeat: 
 
 
 def failure_line(run: SideRun) -> str:
-    """What a side's failing corpus said: its exit status and the last lines of its log."""
+    """What a side's failing corpus said: its exit status and the last lines of its log (a process
+    killed by a signal: that, and where it died, the log's first line of the crash report)."""
+    from lower_trace.analysis.regress import side_end
+
+    ended = side_end(run.returncode)
+    if ended:
+        return f"the {run.label} side's process {ended} (log {run.log}){_crash_line(run.log)}"
     return f"the corpus failed on the {run.label} side (exit {run.returncode}; log {run.log}): {log_tail(run.log)}"
+
+
+def _crash_line(log: str) -> str:
+    """": Fatal Python error: Segmentation fault" and the innermost Python frame, from the log."""
+    try:
+        with open(log, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return ""
+    # Python's faulthandler, or TVM's own handler (which prints the C++ and Python stack).
+    start = next((i for i, line in enumerate(lines) if line.startswith("Fatal Python error") or "Segfault encountered" in line), None)
+    if start is None:
+        return ""
+    frame = next((line.strip() for line in lines[start + 1 :] if re.search(r'File "[^"]+\.py", line \d+', line)), "")
+    return f": {lines[start].strip(' !')}" + (f", {frame}" if frame else "")
 
 
 def both(jobs: Sequence[Callable[[], T]]) -> list[T]:

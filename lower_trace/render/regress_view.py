@@ -22,6 +22,11 @@ def _pass(record: PassRecord | None) -> str:
 def evidence(verdict: KernelVerdict) -> list[str]:
     """The facts behind a verdict, each a short phrase, the most telling first."""
     out: list[str] = [verdict.stopped] if verdict.stopped else []
+    out.extend(f"equated {group.describe()}: one object under two names" for group in verdict.equated)
+    if verdict.variation is not None:
+        known = verdict.variation
+        where = f", first parting at {known.first_pass}" if known.first_pass else ""
+        out.append(f"varies as measured by regress --repeat ({len(known.sources)} versions seen{where})")
     for what, a, b in verdict.device:
         unit = _UNITS.get(what, "")
         out.append(f"{what.replace('_', ' ')} {a}{unit} → {b}{unit}")
@@ -183,6 +188,11 @@ def as_json(verdict: KernelVerdict, page: str = "") -> dict[str, Any]:
         out["renamed"] = [list(pair) for pair in result.renamed]
     out["device"] = {what: [a, b] for what, a, b in verdict.device}
     out["slower"] = [{"pass": s.name, "base_ms": s.base_ms, "head_ms": s.head_ms} for s in verdict.slower]
+    out["equated"] = [{"names": list(group.names), "value": group.value} for group in verdict.equated]
+    if verdict.stopped:
+        out["stopped"] = verdict.stopped
+    if verdict.variation is not None:
+        out["variation"] = {"first_pass": verdict.variation.first_pass, "versions": len(verdict.variation.sources)}
     out["cause"] = cause_json(verdict.cause, result)
     out["compare_page"] = page
     return out
