@@ -420,7 +420,7 @@ def as_variation(v: KernelVerdict, known: dict[tuple[str, str, str, int], KnownV
     if item is None:
         return v
     # Every reason was one variation explains (analysis/variation.py: explained): they are all it is.
-    return dataclasses.replace(v, verdict=VARIES, reasons=(VARIES,), variation=item)
+    return dataclasses.replace(v, verdict=VARIES, reasons=(VARIES,), variation=item, cause=None)
 
 
 def side_end(returncode: int | None) -> str:

@@ -170,6 +170,8 @@ class KernelBlame:
 def _moved(old: list[str], new: list[str], pairs: list[tuple[int, int]], owners: list[tuple[int, int]], kept: list[tuple[int, int]]) -> None:
     """A line the diff calls removed in one place and added in another was moved, not written: it
     keeps where it was written (a pass that reorders allocations did not write them)."""
+    if len(pairs) == len(old) or len(pairs) == len(new):
+        return  # nothing removed, or nothing added: nothing moved
     removed: dict[str, collections.deque[tuple[int, int]]] = {}
     kept_old = {i for i, _ in pairs}
     kept_new = {j for _, j in pairs}
