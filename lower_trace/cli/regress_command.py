@@ -62,6 +62,8 @@ def cmd_regress(args: argparse.Namespace) -> int:
         variation.write(os.path.join(out, variation.FILE), known)
         lines.append(f"variation: {len(known)} of {len(verdicts)} kernels differ between the two runs; give --variation {out} to a later regress")
     died = [f"{side['label']}'s process {end}" for side, end in zip(sides, ends, strict=True) if end]
+    # Under pytest-xdist a process that dies under a test is a worker: the side goes on, and says so.
+    died.extend(f"{side['label']}'s worker died under {test}" for side in sides for test in side.get("crashed", ()))
     lines.extend(f"{what}: the side died, which fails the gate" for what in died)
     try:
         if args.json:

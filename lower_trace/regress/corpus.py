@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -81,6 +82,21 @@ def run_side(label: str, command: Sequence[str], interpreter: Interpreter, folde
             out.write(f"\nlower-trace regress: stopped after {timeout:g} s (--timeout)\n")
             return SideRun(label, folder, 124, time.monotonic() - started, log)
     return SideRun(label, folder, proc.returncode, time.monotonic() - started, log)
+
+
+# pytest-xdist's word for a worker process that died under a test (a crash at launch, as a real
+# kernel's does): the side's pytest goes on with a new worker and exits 1 like any failing test.
+_XDIST_CRASH = re.compile(r"worker '?(\w+)'? crashed while running '([^']+)'")
+
+
+def crashed_tests(path: str) -> list[str]:
+    """The tests whose xdist worker died under them, as the side's log names them (in order, once each)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return []
+    return list(dict.fromkeys(test for _, test in _XDIST_CRASH.findall(text)))
 
 
 def log_tail(path: str, lines: int = 3) -> str:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from lower_trace.regress.corpus import SideRun, log_tail, run_side
+from lower_trace.regress.corpus import SideRun, crashed_tests, log_tail, run_side
 from lower_trace.regress.sides import Interpreter, SideError, SideSpec, parse_configs, probe
 
 T = TypeVar("T")
@@ -64,6 +64,9 @@ def side_record(spec: SideSpec, interpreter: Interpreter, run: SideRun, repeat: 
     }  # fmt: skip
     if run.returncode != 0:
         record["log_tail"] = log_tail(run.log)
+        crashed = crashed_tests(run.log)
+        if crashed:
+            record["crashed"] = crashed
     if repeat:
         record["repeat"] = True
     return record

@@ -119,3 +119,41 @@ def test_a_side_that_died_after_its_compiles_compares_them_and_fails_the_gate(tm
     assert "3 kernels: 3 identical" in proc.stdout, proc.stdout
     assert "head: " in proc.stdout and "killed by SIGSEGV" in proc.stdout
     assert "code differs" not in proc.stdout
+
+
+# A pytest corpus under xdist: on head, the gemm's test dies (SIGSEGV) right after its compile, as a
+# test whose kernel crashes at launch does; xdist replaces the worker and pytest exits 1.
+PYTEST_CORPUS = f"""
+import os, signal, sys
+sys.path.insert(0, {TESTING!r})
+import kernels, tilelang
+from tilelang import tvm
+
+TARGET = tvm.target.Target({{"kind": "cuda", "arch": "sm_90a"}})
+HEAD = "tl.disable_out_of_bound_warning" in os.environ.get("TL_LOWER_TRACE_CONFIGS", "")
+
+
+def test_gemm():
+    with TARGET:
+        tilelang.lower(kernels.gemm(), target=TARGET)
+    if HEAD:
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def test_add():
+    with TARGET:
+        tilelang.lower(kernels.elementwise_add(M=16, N=16, block_M=8, block_N=8), target=TARGET)
+"""
+
+
+def test_an_xdist_worker_that_dies_under_a_test_fails_the_gate_and_its_compile_is_whole(tmp_path):
+    (tmp_path / "test_corpus.py").write_text(PYTEST_CORPUS)
+    env = {**clean_env(), "PYTHONPATH": pythonpath()}
+    corpus = ["pytest", "test_corpus.py", "-n", "2", "-p", "no:cacheprovider"]
+    command = [lower_trace_cli(), "regress", "--dir", str(tmp_path / "out"), "--head-config", HARMLESS, "--", *corpus]
+    proc = subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=900)
+    log = (tmp_path / "out" / "head" / "command.log").read_text()
+    assert "crashed while running 'test_corpus.py::test_gemm'" in log  # xdist's own word for it
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
+    assert "head's worker died under test_corpus.py::test_gemm: the side died, which fails the gate" in proc.stdout
+    assert "code differs" not in proc.stdout and "2 kernels: 2 identical" in proc.stdout, proc.stdout
