@@ -120,12 +120,13 @@ def differing_lines(base: Sequence[str], head: Sequence[str]) -> set[str]:
 
 
 def _first_pass(verdict: KernelVerdict) -> str:
+    """The pass that got the same IR on both sides and made other IR: where variation starts (a
+    pass on one side only, or inputs that differ already, name no such place)."""
     comparison = verdict.comparison
     divergence = comparison.divergence if comparison is not None else None
-    if divergence is None:
+    if divergence is None or divergence.kind != "behaves differently" or divergence.b is None:
         return ""
-    record = divergence.b or divergence.a
-    return record.name if record is not None else ""
+    return divergence.b.name
 
 
 def measured(verdicts: Iterable[KernelVerdict]) -> list[KnownVariation]:
