@@ -56,8 +56,6 @@ def cmd_regress(args: argparse.Namespace) -> int:
     if args.repeat:  # one side twice: whatever differs varies on its own
         known = variation.measured(verdicts)
         verdicts = regress(base, head, ignore=args.ignore, ends=ends, known=known) if known else verdicts
-    found = result_of(verdicts, sides[0], sides[1], out, args.ignore)
-    written = write_result(out, found) if out else ""
     if args.repeat and out:
         variation.write(os.path.join(out, variation.FILE), known)
         lines.append(f"variation: {len(known)} of {len(verdicts)} kernels differ between the two runs; give --variation {out} to a later regress")
@@ -65,6 +63,11 @@ def cmd_regress(args: argparse.Namespace) -> int:
     # Under pytest-xdist a process that dies under a test is a worker: the side goes on, and says so.
     died.extend(f"{side['label']}'s worker died under {test}" for side in sides for test in side.get("crashed", ()))
     lines.extend(f"{what}: the side died, which fails the gate" for what in died)
+    for side, line in zip(sides, lines, strict=False):  # the summary page says of the sides what the terminal says
+        side["summary"] = line.split(": ", 1)[1]
+    found = result_of(verdicts, sides[0], sides[1], out, args.ignore)
+    found["notes"] = lines[len(sides) :]
+    written = write_result(out, found) if out else ""
     try:
         if args.json:
             json.dump(found, sys.stdout, indent=2)

@@ -60,10 +60,12 @@ def load_side(folder: str) -> list[Trace]:
 
 def result_of(verdicts: Sequence[KernelVerdict], base: dict[str, Any], head: dict[str, Any], out: str, ignore: Sequence[str] = ()) -> dict[str, Any]:
     """regress.json's content; with out, each pair that is not identical gets its comparison page there."""
-    from lower_trace.render.regress_view import as_json, slower_json
+    from lower_trace.render.regress_view import as_json, labels, slower_json
 
     pages = _compare_pages(verdicts, out) if out else {}
-    return {"base": base, "head": head, "kernels": [as_json(v, pages.get(id(v), "")) for v in verdicts], "slower_passes": slower_json(verdicts)}
+    named = labels(verdicts)  # what tells apart kernels of one origin and name, as the terminal says it
+    kernels = [{**as_json(v, pages.get(id(v), "")), "label": named[id(v)]} for v in verdicts]
+    return {"base": base, "head": head, "kernels": kernels, "slower_passes": slower_json(verdicts)}
 
 
 def write_result(out: str, found: dict[str, Any]) -> str:

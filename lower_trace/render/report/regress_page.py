@@ -21,7 +21,7 @@ from lower_trace.store.files import write_atomically
 # How each verdict is coloured: a side got worse, a change for the better or a new kernel, nothing
 # changed; any other verdict (the code differs) is a warning.
 BAD = (Verdict.BROKEN, Verdict.DIED_HEAD, Verdict.DIED_BASE, Verdict.MISSING, Verdict.BOTH_FAIL, *DEVICE_VERDICTS)
-INFO = (Verdict.FIXED, Verdict.RENAMED, Verdict.NEW, Verdict.VARIES)
+INFO = (Verdict.FIXED, Verdict.RENAMED, Verdict.NEW, Verdict.VARIES, Verdict.EQUIVALENT)
 SPILLS = ("spill_stores", "spill_loads")
 CAUSES_SHOWN = 3  # the writers of differing lines a row lists (the comparison page has them all)
 
@@ -57,8 +57,15 @@ def _cause(cause: dict[str, Any] | None, href: str) -> list[dict[str, Any]]:
     ]
 
 
+def _apart(kernel: dict[str, Any]) -> str:
+    """The part of the signature that tells this kernel from others of its origin and name ("" when none must)."""
+    label = str(kernel.get("label", ""))
+    return label[label.index(" [") + 2 : -1] if label.endswith("]") and " [" in label else ""
+
+
 def _side_ms(side: dict[str, Any] | None) -> float | None:
-    return None if side is None or side.get("ms") is None else float(side["ms"])
+    """The compile's time; none for a compile that never ended (its side died during it)."""
+    return None if side is None or side.get("ms") is None or side.get("status") == "running" else float(side["ms"])
 
 
 def summary_rows(found: dict[str, Any], folder: str) -> list[dict[str, Any]]:
@@ -76,6 +83,7 @@ def summary_rows(found: dict[str, Any], folder: str) -> list[dict[str, Any]]:
             "origin": kernel.get("origin", ""),
             "kernel": kernel.get("kernel", ""),
             "occurrence": kernel.get("occurrence", 1),
+            "apart": _apart(kernel),
             "signature": kernel.get("signature", ""),
             "evidence": [fact for fact in kernel.get("evidence", []) if not fact.startswith(WHY)],
             "cause": _cause(kernel.get("cause"), _href(kernel.get("compare_page", ""), folder)),
@@ -92,7 +100,7 @@ def summary_rows(found: dict[str, Any], folder: str) -> list[dict[str, Any]]:
 
 def _side(side: dict[str, Any], folder: str) -> dict[str, Any]:
     """A side as the header shows it: how it ran, or the stored folder it was read from."""
-    out = {key: side[key] for key in ("label", "folder", "python", "tilelang", "configs", "exit", "seconds") if key in side}
+    out = {key: side[key] for key in ("label", "folder", "python", "tilelang", "configs", "exit", "seconds", "summary") if key in side}
     out["folder_href"] = _href(side.get("folder", ""), folder)
     out["log_href"] = _href(side.get("log", ""), folder) if side.get("log") else ""
     return out
@@ -105,6 +113,7 @@ def summary_data(found: dict[str, Any], folder: str) -> dict[str, Any]:
     tones = {row["verdict"]: row["tone"] for row in rows}
     return {
         "sides": [_side(found["base"], folder), _side(found["head"], folder)],
+        "notes": list(found.get("notes", [])),
         "counts": [[verdict, counts[verdict], tones[verdict]] for verdict in sorted(counts, key=lambda v: (severity[v], v))],
         "rows": rows,
     }

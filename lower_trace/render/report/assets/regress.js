@@ -14,6 +14,7 @@
  * @property {string} origin
  * @property {string} kernel
  * @property {number} occurrence
+ * @property {string} apart  what tells it from kernels of the same origin and name ("" when nothing must)
  * @property {string} signature
  * @property {string[]} evidence
  * @property {LTRegressCause[]} cause  the passes that wrote the differing lines, most lines first
@@ -37,12 +38,14 @@
  * @property {string} [tilelang]
  * @property {Object<string, unknown>} [configs]
  * @property {number} [exit]
+ * @property {string} [summary]  how the side ran, as the terminal says it
  * @property {number} [seconds]
  * @property {string} folder_href
  * @property {string} log_href
  *
  * @typedef {Object} LTRegressData
  * @property {LTRegressSide[]} sides
+ * @property {string[]} [notes]  lines about the run as a whole
  * @property {Array<[string, number, string]>} counts  [verdict, kernels, tone], most severe first
  * @property {LTRegressRow[]} rows
  */
@@ -69,7 +72,9 @@ function ltRegressPage() {
   // --- the header: how each side ran, or the folder it was read from -----------------------------
   for (const side of data.sides) {
     const line = el("div", "side", [el("b", "", `${side.label}: `)]);
-    if (side.python) {
+    if (side.summary) {
+      line.append(`${side.summary} `);  // what the terminal said of it (regress_view's side line)
+    } else if (side.python) {
       const configs = Object.entries(side.configs || {}).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ");
       line.append(`${side.python} (TileLang ${side.tilelang})${configs ? `, ${configs}` : ""}; exit ${side.exit}, ${Number(side.seconds).toFixed(1)} s `);
     } else {
@@ -79,6 +84,7 @@ function ltRegressPage() {
     if (side.log_href) line.append(" · ", link(side.log_href, "log"));
     $("sides").append(line);
   }
+  for (const note of data.notes || []) $("sides").append(el("div", "side note", note));  // a side died, variation measured
 
   // --- the rows ------------------------------------------------------------------------------------
   const ms = (/** @type {number|null} */ value) => (value === null ? "" : value.toFixed(1));
@@ -107,7 +113,9 @@ function ltRegressPage() {
     badge.title = row.reasons.join(", ");
     const name = row.href ? link(row.href, row.kernel, "compare-link") : el("span", "name", row.kernel);
     if (row.href) name.title = "open the pass-by-pass comparison";
-    const kernel = el("td", "kernel", [el("span", "origin", row.origin ? `${row.origin} ` : ""), name, el("span", "occurrence", ` #${row.occurrence}`)]);
+    const apart = row.apart ? ` [${row.apart}]` : "";  // the signature's part that tells same-named kernels apart
+    const again = row.occurrence > 1 ? ` #${row.occurrence}` : "";
+    const kernel = el("td", "kernel", [el("span", "origin", row.origin ? `${row.origin} ` : ""), name, el("span", "occurrence", `${again}${apart}`)]);
     kernel.title = row.signature;
     const status = (/** @type {string|null} */ s) => (s === null ? "absent" : s);
     const cells = [
