@@ -3,6 +3,7 @@
     python benchmarks/regress.py [--rounds 2] [--corpus pytest|script|both] [--count 48]
     python benchmarks/regress.py --corpus pytest --count 96 --rounds 3
     python benchmarks/regress.py --corpus script --count 16 --rounds 1   # a quick look (about 2 minutes)
+    python benchmarks/regress.py --corpus script --base .venvs/tilelang-0.1.13/bin/python   # two releases
 
 The corpus (written to a temp folder) lowers --count small kernels from testing/kernels.py to
 CUDA sm_90a source on the CPU: a few gemm tiles, elementwise_add, row_sum, and scaled_add
@@ -12,6 +13,8 @@ variants for the rest. As pytest it is one parametrized test per compile, run wi
 Per corpus, taking turns for --rounds rounds (medians printed):
   (a) untraced x2: the corpus run twice, no TL_LOWER_TRACE variables, TILELANG_DISABLE_CACHE=1;
       and base+head: once as is, once with the head's config in a PassContext (the compiles regress asks for);
+      with --base PYTHON (another TileLang: every kernel differs, the comparison's heaviest case) both
+      are the corpus run once by that interpreter and once by this one, and regress gets --base, not the config;
   (b) regress: ``lower-trace regress --dir TMP --head-config tl.disable_warp_specialized=true -- CORPUS``
       (each side traced: the trace only), with its sides' own corpus times (regress.json's
       base/head "seconds") and the rest (probing the sides, loading, comparing, writing pages);
@@ -41,6 +44,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TESTING = os.path.abspath(os.path.join(HERE, "..", "testing"))
 BIN = os.path.dirname(sys.executable)
 HEAD_CONFIG = "tl.disable_warp_specialized=true"
+# The command's own start: the interpreter and the modules --compare --dir imports, before any kernel.
+START_MODULES = ("cli.main", "analysis.regress", "regress.result", "render.regress_view", "render.report.compare_page", "render.report.regress_page")
+START = "; ".join(f"import lower_trace.{name}" for name in START_MODULES)
 RATIO_TARGET = 1.3  # regress's wall against running the corpus twice untraced
 COMPARE_MS_TARGET = 20.0  # --compare with its pages, per kernel
 
@@ -100,9 +106,10 @@ def write_corpus(folder: str, count: int) -> None:
 
 
 def corpus_command(kind: str, python: str | None) -> list[str]:
-    """The corpus as regress is given it (python: None) or as run untraced (this interpreter's)."""
+    """The corpus as regress is given it (python: None) or as run untraced (by that interpreter)."""
     if kind == "pytest":
-        return [os.path.join(BIN, "pytest") if python else "pytest", "test_corpus.py", "-n", "2", "-p", "no:cacheprovider", "-q"]
+        runner = os.path.join(os.path.dirname(python), "pytest") if python else "pytest"
+        return [runner, "test_corpus.py", "-n", "2", "-p", "no:cacheprovider", "-q"]
     return [python or "python", "corpus_script.py"]
 
 
@@ -123,20 +130,26 @@ def timed(argv: list[str], cwd: str, ok: tuple[int, ...] = (0,), extra: dict[str
     return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
-def one_round(kind: str, folder: str, scratch: str) -> dict:
+def one_round(kind: str, folder: str, scratch: str, base: str | None = None) -> dict:
     lower_trace = os.path.join(BIN, "lower-trace")
-    untraced = [timed(corpus_command(kind, sys.executable), folder) for _ in range(2)]
-    key, _, value = HEAD_CONFIG.partition("=")
-    head_untraced = timed(corpus_command(kind, sys.executable), folder, extra={"BENCH_PASS_CONFIGS": json.dumps({key: json.loads(value)})})
+    if base:  # two releases: each side's interpreter once
+        untraced = [timed(corpus_command(kind, python), folder) for python in (base, sys.executable)]
+        head_untraced = untraced[1]
+        sides_given = ["--base", base]
+    else:
+        untraced = [timed(corpus_command(kind, sys.executable), folder) for _ in range(2)]
+        key, _, value = HEAD_CONFIG.partition("=")
+        head_untraced = timed(corpus_command(kind, sys.executable), folder, extra={"BENCH_PASS_CONFIGS": json.dumps({key: json.loads(value)})})
+        sides_given = ["--head-config", HEAD_CONFIG]
     out = tempfile.mkdtemp(prefix=f"regress-{kind}-", dir=scratch)
     os.rmdir(out)  # regress wants a new (or empty) folder
-    regress_s, regress_cpu = timed([lower_trace, "regress", "--dir", out, "--head-config", HEAD_CONFIG, "--", *corpus_command(kind, None)], folder, ok=(0, 1))
+    regress_s, regress_cpu = timed([lower_trace, "regress", "--dir", out, *sides_given, "--", *corpus_command(kind, None)], folder, ok=(0, 1))
     with open(os.path.join(out, "regress.json")) as handle:
         found = json.load(handle)
     sides = [os.path.join(out, "base"), os.path.join(out, "head")]
     compare_s, compare_cpu = timed([lower_trace, "regress", "--compare", *sides], folder, ok=(0, 1))
     pages_s, pages_cpu = timed([lower_trace, "regress", "--compare", *sides, "--dir", os.path.join(out, "again")], folder, ok=(0, 1))
-    start_s, start_cpu = timed([lower_trace, "regress", "--help"], folder)
+    start_s, start_cpu = timed([sys.executable, "-c", START], folder)
     shutil.rmtree(out, ignore_errors=True)
     return {
         "untraced": untraced[0][0] + untraced[1][0],
@@ -163,11 +176,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2, help="rounds of taking turns; the median is printed")
     parser.add_argument("--corpus", default="both", choices=("pytest", "script", "both"))
     parser.add_argument("--count", type=int, default=48, help="compiles in the corpus")
+    parser.add_argument("--base", metavar="PYTHON", help="the base side's interpreter (another TileLang) instead of the head's config")
     args = parser.parse_args()
+    if args.base:
+        args.base = os.path.abspath(args.base)  # the corpus runs in its own folder
 
     kinds = ["pytest", "script"] if args.corpus == "both" else [args.corpus]
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
-    print(f"corpus: {args.count} compiles (CUDA sm_90a source on the CPU); head side: --head-config {HEAD_CONFIG}; {args.rounds} rounds, medians\n")
+    sides = f"base side: --base {args.base}" if args.base else f"head side: --head-config {HEAD_CONFIG}"
+    print(f"corpus: {args.count} compiles (CUDA sm_90a source on the CPU); {sides}; {args.rounds} rounds, medians\n")
     scratch = tempfile.mkdtemp(prefix="lt-regress-bench-")
     try:
         folder = os.path.join(scratch, "corpus")
@@ -176,7 +193,7 @@ def main() -> int:
         results: dict[str, list[dict]] = {kind: [] for kind in kinds}
         for _ in range(args.rounds):
             for kind in kinds:
-                results[kind].append(one_round(kind, folder, scratch))
+                results[kind].append(one_round(kind, folder, scratch, args.base))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -226,7 +243,8 @@ def main() -> int:
     for kind in kinds:
         verdicts = ", ".join(f"{n} {v}" for v, n in sorted(results[kind][0]["verdicts"].items()))
         print(f"{kind} verdicts: {verdicts}")
-    print("\nbase+head: the corpus untraced once as is and once with the head's config (a PassContext): the same compiles regress runs;")
+    fair = "by each side's interpreter" if args.base else "once as is and once with the head's config (a PassContext)"
+    print(f"\nbase+head: the corpus untraced {fair}: the same compiles regress runs;")
     print("rest: regress's wall less its two sides' corpus runs (probing the interpreters, loading, comparing, pages);")
     print("compare: --compare without --dir (terminal summary); +pages: with --dir (regress.json, summary.html, compare pages).")
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
