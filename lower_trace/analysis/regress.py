@@ -8,7 +8,11 @@ and which occurrence of those it is -- never by the order they finished in. Each
 verdict with its evidence (compare.py's alignment and first divergence, the passes that
 changed the IR on one side only, the device stage's numbers, compile times); when the inputs
 differ already (another TileLang's frontend), each aligned pass says whether it did the same
-thing on both sides, and the first that did not is the answer.
+thing on both sides, and the first that did not is the answer. Where the code differs, why
+(regress_cause.py: the pass that wrote each differing line on each side). Never compared as if
+whole: a kernel a dead process cut short (`died on head/base`). Not a change: one object under
+two names (aliases.py, `equivalent code`) and variation measured before (variation.py, `varies
+run to run`).
 """
 
 from __future__ import annotations
