@@ -54,7 +54,7 @@ EQUIVALENT = Verdict.EQUIVALENT
 # across a corpus, beyond the run's own noise, is not.
 SLOWER_RATIO = 3.0
 SLOWER_MS = 1.0
-SLOWER_KERNELS = 3
+SLOWER_KERNELS = 5  # a scheduler stall under load can hit one pass in 3 or 4 kernels (a new user saw it)
 SLOWER_CHANCE = 0.001
 
 
@@ -309,7 +309,8 @@ def slower_passes(result: Comparison) -> list[SlowerPass]:
     load = max(1.0, statistics.median(ratios)) if ratios else 1.0
     out = []
     for row in result.rows:
-        if row.a is None or row.b is None:
+        # Top-level passes only: a pass that runs others inside it would count a stall in them twice.
+        if row.a is None or row.b is None or row.a.depth or row.b.depth:
             continue
         if row.b.ms >= SLOWER_RATIO * load * row.a.ms and row.b.ms - row.a.ms * load >= SLOWER_MS:
             out.append(SlowerPass(row.b.name, row.a.ms, row.b.ms))

@@ -109,7 +109,13 @@ def both(jobs: Sequence[Callable[[], T]]) -> list[T]:
 
 
 def uses_workers(command: Sequence[str]) -> bool:
-    """pytest -n N / --numprocesses (xdist): the corpus spreads itself over the cores."""
-    return any(
-        word in ("-n", "--numprocesses") or word.startswith(("-n=", "--numprocesses=")) or (word.startswith("-n") and word[2:].isdigit()) for word in command
-    )
+    """pytest -n N / -nauto / --numprocesses / --tx (xdist's workers or gateways): the corpus spreads
+    itself over the cores, so the sides run one after the other."""
+    flags = ("-n", "--numprocesses", "--tx", "-d", "--dist")
+
+    def spreads(word: str) -> bool:
+        if word in flags or word.startswith(("-n=", "--numprocesses=", "--tx=", "--dist=")):
+            return True
+        return word.startswith("-n") and (word[2:].isdigit() or word[2:] in ("auto", "logical"))
+
+    return any(spreads(word) for word in command)

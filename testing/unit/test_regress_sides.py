@@ -122,3 +122,11 @@ def test_bad_release_numbers_are_one_line(tmp_path, versions, said):
     line = one_error_line(cli(tmp_path, "bisect", "--versions", *versions, "--venvs", str(tmp_path / "venvs"), "--", "true"))
     assert said in line, line
     assert not (tmp_path / "venvs").exists()
+
+
+def test_every_way_of_asking_xdist_for_workers_runs_the_sides_one_after_the_other():
+    from lower_trace.regress.run_sides import uses_workers
+
+    for spread in (["-n", "2"], ["-n2"], ["-nauto"], ["--numprocesses=2"], ["--tx", "2*popen", "--dist", "load"], ["-d", "--tx", "popen"]):
+        assert uses_workers(["pytest", "tests/", *spread]), spread
+    assert not uses_workers(["pytest", "tests/", "-k", "nightly"]) and not uses_workers(["python", "kernels.py"])
