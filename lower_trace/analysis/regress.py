@@ -32,7 +32,7 @@ from lower_trace.analysis.compare import Comparison, Normaliser, Side, compare, 
 from lower_trace.analysis.device.summary import summarize
 from lower_trace.analysis.regress_cause import RegressCause, explain
 from lower_trace.analysis.renaming import correspondence
-from lower_trace.analysis.text_diff import myers, split_lines
+from lower_trace.analysis.text_diff import split_lines, unkept
 from lower_trace.analysis.variation import KnownVariation, explained, merge
 from lower_trace.analysis.verdicts import DEVICE_VERDICTS, SEVERITY, Verdict
 from lower_trace.device_model import DeviceSummary
@@ -395,13 +395,8 @@ def edit_of(before: str, after: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What a pass did to a text: the lines it removed and the lines it added (each sorted, indent
     kept), from a minimal diff."""
     old, new = split_lines(before), split_lines(after)
-    kept_old, kept_new = set(), set()
-    for i, j in myers(old, new):
-        kept_old.add(i)
-        kept_new.add(j)
-    removed = tuple(sorted(line for i, line in enumerate(old) if i not in kept_old))
-    added = tuple(sorted(line for j, line in enumerate(new) if j not in kept_new))
-    return removed, added
+    removed, added = unkept(old, new)
+    return tuple(sorted(old[i] for i in removed)), tuple(sorted(new[j] for j in added))
 
 
 def regress(

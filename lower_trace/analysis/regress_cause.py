@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from lower_trace.analysis.blame import Change, history
 from lower_trace.analysis.compare import Comparison, compiled, short_name
 from lower_trace.analysis.renaming import rename
-from lower_trace.analysis.text_diff import myers, split_lines
+from lower_trace.analysis.text_diff import myers, split_lines, unkept
 from lower_trace.model import CodegenRecord, KernelTrace, PassRecord, Trace
 
 TIR = "TIR"  # where a line is: the final TIR, else "<role> source"
@@ -257,11 +257,7 @@ def _tir_lines(side: _Side, step: CodegenRecord) -> list[int]:
 
 def _differing(a: list[str], b: list[str]) -> tuple[list[int], list[int]]:
     """The lines of each side that a minimal diff of their content (indentation aside) does not keep."""
-    kept_a, kept_b = set(), set()
-    for i, j in myers([line.strip() for line in a], [line.strip() for line in b]):
-        kept_a.add(i)
-        kept_b.add(j)
-    return [i for i in range(len(a)) if i not in kept_a], [j for j in range(len(b)) if j not in kept_b]
+    return unkept([line.strip() for line in a], [line.strip() for line in b])
 
 
 # A differing line and where it was written: (change index, line) on its side's history, or None

@@ -170,6 +170,16 @@ def myers(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[tuple[int, int]]
     return head + middle + tail
 
 
+def unkept(a: Sequence[Hashable], b: Sequence[Hashable]) -> tuple[list[int], list[int]]:
+    """The indices of each sequence that a minimal diff (myers) does not keep: what was removed
+    from a, and what was added in b."""
+    kept_a, kept_b = set(), set()
+    for i, j in myers(a, b):
+        kept_a.add(i)
+        kept_b.add(j)
+    return [i for i in range(len(a)) if i not in kept_a], [j for j in range(len(b)) if j not in kept_b]
+
+
 def unified_lines(before: str, after: str, before_label: str, after_label: str, context: int = 3) -> list[str]:
     """A unified diff as lines (no line ends), headers included; [] when the texts are equal."""
     if before == after:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from lower_trace.analysis.compare import compiled
-from lower_trace.analysis.text_diff import myers, split_lines
+from lower_trace.analysis.text_diff import split_lines, unkept
 from lower_trace.analysis.verdicts import Verdict
 
 if TYPE_CHECKING:
@@ -109,12 +109,8 @@ def code_lines(found: Found) -> list[str]:
 
 def differing_lines(base: Sequence[str], head: Sequence[str]) -> set[str]:
     """The lines (stripped) on either side that a minimal diff does not keep."""
-    kept_a, kept_b = set(), set()
-    for i, j in myers(list(base), list(head)):
-        kept_a.add(i)
-        kept_b.add(j)
-    out = {line.strip() for i, line in enumerate(base) if i not in kept_a}
-    out.update(line.strip() for j, line in enumerate(head) if j not in kept_b)
+    removed, added = unkept(base, head)
+    out = {base[i].strip() for i in removed} | {head[j].strip() for j in added}
     out.discard("")
     return out
 
