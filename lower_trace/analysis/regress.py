@@ -408,11 +408,15 @@ def regress(
     vary is VARIES, not a change."""
     rows = pair(side_kernels(base), side_kernels(head))
     verdicts = [verdict(key, a, b, ignore, ends) for key, a, b in rows]
+    return with_variation(verdicts, known)
+
+
+def with_variation(verdicts: Sequence[KernelVerdict], known: Iterable[KnownVariation] = ()) -> list[KernelVerdict]:
+    """The verdicts with the known variation applied, most severe first (ties keep their order):
+    regress --repeat applies what its own two runs measured without comparing them again."""
     by_kernel = merge(known)
-    if by_kernel:
-        verdicts = [as_variation(v, by_kernel) for v in verdicts]
-    order = {id(v): i for i, v in enumerate(verdicts)}
-    return sorted(verdicts, key=lambda v: (v.severity, order[id(v)]))
+    applied = [as_variation(v, by_kernel) for v in verdicts] if by_kernel else list(verdicts)
+    return sorted(applied, key=lambda v: v.severity)  # stable: base's order within a verdict
 
 
 def as_variation(v: KernelVerdict, known: dict[tuple[str, str, str, int], KnownVariation]) -> KernelVerdict:

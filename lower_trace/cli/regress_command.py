@@ -28,7 +28,7 @@ def cmd_regress(args: argparse.Namespace) -> int:
     --variation, which keeps a later two-side run from calling that variation a change. A side whose
     process died (a signal) fails the gate, and a kernel it cut short is never compared as whole."""
     from lower_trace.analysis import variation
-    from lower_trace.analysis.regress import regress, side_end
+    from lower_trace.analysis.regress import regress, side_end, with_variation
     from lower_trace.regress.result import load_side, result_of, write_result
     from lower_trace.regress.sides import SideError
     from lower_trace.render.regress_view import write_markdown, write_summary
@@ -55,7 +55,7 @@ def cmd_regress(args: argparse.Namespace) -> int:
     verdicts = regress(base, head, ignore=args.ignore, ends=ends, known=known)
     if args.repeat:  # one side twice: whatever differs varies on its own
         known = variation.measured(verdicts)
-        verdicts = regress(base, head, ignore=args.ignore, ends=ends, known=known) if known else verdicts
+        verdicts = with_variation(verdicts, known)
     if args.repeat and out:
         variation.write(os.path.join(out, variation.FILE), known)
         lines.append(f"variation: {len(known)} of {len(verdicts)} kernels differ between the two runs; give --variation {out} to a later regress")
