@@ -92,11 +92,10 @@ class VariationError(Exception):
 
 
 def code_digest(found: Found) -> str:
-    """One digest of everything a kernel generated (device, then host), as stored."""
-    kernel, trace = found.kernel, found.trace
-    steps = sorted(kernel.codegen, key=lambda s: s.seq)
-    texts = [trace.snapshot(compiled(step)) or "" for step in steps]
-    return hashlib.sha256("\0".join(texts).encode("utf-8", "replace")).hexdigest()[:24]
+    """One digest of everything a kernel generated (device, then host): of the snapshots' own
+    digests (a snapshot is named by its content's hash), so no text is read or hashed again."""
+    steps = sorted(found.kernel.codegen, key=lambda s: s.seq)
+    return hashlib.sha256("\0".join(compiled(step) for step in steps).encode()).hexdigest()[:24]
 
 
 def code_lines(found: Found) -> list[str]:
