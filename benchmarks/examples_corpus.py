@@ -132,6 +132,16 @@ def summary(results: list[Result], wall: float) -> str:
     return f"{len(results)} examples: {by_status}; {kernels} kernels lowered; {wall:.1f} s wall"
 
 
+def interpreter(name: str) -> str:
+    """The interpreter's absolute path (the children run in the examples' folders), or "" after
+    one line on stderr when there is none."""
+    found = shutil.which(name)
+    if found is None:
+        print(f"--python {name}: no such interpreter", file=sys.stderr)
+        return ""
+    return os.path.abspath(found)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--run", nargs="+", metavar="PATH", help="example folders or files")
@@ -142,11 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="examples run at once (default 1)")
     parser.add_argument("--python", default=sys.executable, help="interpreter for the children (default: this one)")
     args = parser.parse_args(argv)
-    python = shutil.which(args.python)  # the children run in the examples' folders: an absolute path
-    if python is None:
-        print(f"--python {args.python}: no such interpreter", file=sys.stderr)
+    args.python = interpreter(args.python)
+    if not args.python:
         return 2
-    args.python = os.path.abspath(python)
     if args.extract:
         try:
             print(extract(args.extract, args.revision))

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from concurrent.futures import ThreadPoolExecutor
 
 from corpus_harness import Result, load
-from examples_corpus import example_key, run_child
+from examples_corpus import example_key, interpreter, run_child
 
 Variants = dict[str, list[str]]  # kernel "number name" -> "CUDA sha256:TIR sha256" of each run (in run order)
 
@@ -162,11 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--jobs", type=int, default=2, help="fresh processes at once (default 2)")
     args = parser.parse_args(argv)
-    python = shutil.which(args.python)  # the children run in the examples' folders: an absolute path
-    if python is None:
-        print(f"--python {args.python}: no such interpreter", file=sys.stderr)
+    args.python = interpreter(args.python)
+    if not args.python:
         return 2
-    args.python = os.path.abspath(python)
     if not os.path.isdir(args.corpus[0]):
         print(f"{args.corpus[0]}: no such folder (give examples_corpus.py --out folders)", file=sys.stderr)
         return 2
