@@ -281,7 +281,7 @@ def swizzled_copy(N=256, block=64):
     def swizzled(A: T.Tensor((N, N), "float16"), B: T.Tensor((N, N), "float16")):
         with T.Kernel(N // block, N // block, threads=128) as (bx, by):
             tile = T.alloc_shared((block, block), "float16")
-            T.use_swizzle(10)
+            T.use_swizzle(10)  # @swizzle_call
             T.copy(A[by * block, bx * block], tile)  # @swizzle_load
             T.copy(tile, B[by * block, bx * block])  # @swizzle_store
 

@@ -7,11 +7,13 @@ A phase only fills lines no earlier phase filled, so a guess never overrides a f
 from __future__ import annotations
 
 import itertools
+import re
 
 from lower_trace.analysis.origin_rules import (
     _FAR,
     _HEADER,
     _SIMILAR,
+    COPY,
     GUESS,
     Origin,
     Origins,
@@ -23,15 +25,22 @@ from lower_trace.analysis.origin_rules import (
     _depths,
     _descends,
     _enclosing,
-    _inside_with,
     _loop_head,
     _names_a_with,
     _no_source,
     _not_a_header,
     _own,
+    _statements_between,
     _tokens,
+    attribute_origin,
+    contained,
+    direct_statement,
+    encloses,
+    like_body_line,
+    loop_variables,
+    names_a_block,
 )
-from lower_trace.analysis.statements import Statement, likeness, statement
+from lower_trace.analysis.statements import Statement, copy_key, likeness, statement
 from lower_trace.analysis.text_diff import myers, split_lines
 
 
@@ -39,9 +48,12 @@ def carried(before: str, before_origins: Origins, after: str, spans: Spans, sour
     """The origins of `after`, made by one pass from `before` (see origin_rules' docstring)."""
     change = _Change(before, before_origins, after, spans, source_of)
     change.own_spans_and_kept_lines()
+    change.attributes()
     change.same_statements()
     change.same_operation()
+    change.copies()
     change.library_statements()
+    change.rewritten_loops()
     change.built_around()
     change.shared_buffers()
     change.inserted_between()
@@ -49,6 +61,9 @@ def carried(before: str, before_origins: Origins, after: str, spans: Spans, sour
     change.spans_naming_a_with()
     change.enclosing_or_first()
     return change.origins
+
+
+_LAUNCH = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)(?:: [^=]+)? = T\.launch_thread|\s*for ([A-Za-z_][A-Za-z0-9_]*) in T\.thread_binding\(")
 
 
 class _Change:
@@ -68,6 +83,7 @@ class _Change:
         # The hunks: runs of new lines between kept ones, each with the old lines it replaced.
         self.hunks = [(i0, j0, i1, j1) for (i0, j0), (i1, j1) in itertools.pairwise([(-1, -1), *self.pairs, (len(self.old), len(self.new))]) if j1 - j0 > 1]
         self._depths: list[int] = []
+        self._branches: set[tuple[str, ...]] | None = None
 
     @property
     def depths(self) -> list[int]:
@@ -96,6 +112,12 @@ class _Change:
             elif j in self.matched:
                 kept = self.before[self.matched[j]]
                 self.origins[j] = kept if kept is None or library is None else Origin(kept.file, kept.line, kept.how, library, kept.columns)
+
+    def attributes(self) -> None:
+        """An attribute a TileLang call put on the kernel (``T.use_swizzle``): that call's line."""
+        for _, j in list(self._open()):
+            if "T.attr(" in self.new[j]:
+                self.origins[j] = attribute_origin(self.new[j], self.before, self.source_of)
 
     def same_statements(self) -> None:
         """A statement the pass rewrote, renamed or moved: the removed statement with the same
@@ -150,7 +172,7 @@ class _Change:
         by_op: dict[str, list[int]] = {}
         for i in self.removed:
             facts = statement(self.old[i])
-            if facts.op and facts.buffers and facts.op not in ("store", "alloc"):
+            if facts.op and facts.buffers and facts.op not in ("store", "alloc", "bind"):
                 by_op.setdefault(facts.op, []).append(i)
         for _, j in list(self._open()):
             facts = statement(self.new[j])
@@ -165,6 +187,40 @@ class _Change:
             best = [self.before[i] for size, i in ranked if size == top]
             if len({(o.file, o.line) for o in best if o is not None}) == 1 and best[0] is not None:
                 self.origins[j] = best[0].known_as("operands", self.libraries.get(j) or best[0].library)
+
+    def copies(self) -> None:
+        """A statement the pass copied (a software pipeliner's prologue, body and epilogue; the
+        per-statement ``if`` of tl.IfStmtBinding; an unrolled body) is the statement it copies: the
+        line before the pass, kept or not, that is the same up to renaming (statements.copy_key).
+        When all such lines come from one place, the copy is from there, as certain as they are;
+        from several places, the nearest is only a guess."""
+        # A branch on the thread's index alone (warp specialisation's `if tx >= 128`) is the pass's
+        # own partition, no copy of a user's `if` on the same index.
+        threads = {match.group(1) or match.group(2) for line in self.old + self.new if (match := _LAUNCH.match(line))}
+        index: dict[tuple[str, ...], list[int]] = {}
+        for i, line in enumerate(self.old):
+            key = copy_key(line) if self.before[i] is not None else None
+            if key is not None and not (key[0] == "if" and set(key[1:]) <= threads):
+                index.setdefault(key, []).append(i)
+        if not index:
+            return
+        for (i0, j0, _, _), j in list(self._open()):
+            key = copy_key(self.new[j])
+            olds = index.get(key) if key is not None else None
+            if not olds or not all(self._may_be(i, j) for i in olds):
+                continue
+            originals = [origin for i in olds if (origin := self.before[i]) is not None]
+            places = {(o.file, o.line) for o in originals}
+            library = self.libraries.get(j)
+            if len(places) == 1:
+                first = originals[0]
+                how = COPY if all(o.certain for o in originals) else GUESS
+                self.origins[j] = Origin(first.file, first.line, how, library or first.library, first.columns)
+            else:
+                near = i0 + (j - j0)
+                nearest = self.before[min(olds, key=lambda i: abs(i - near))]
+                assert nearest is not None
+                self.origins[j] = Origin(nearest.file, nearest.line, GUESS, library or nearest.library, nearest.columns)
 
     @staticmethod
     def _key(line: str) -> object:
@@ -187,14 +243,43 @@ class _Change:
             if self._in_open_block(j):
                 continue  # the block it sits in is undecided yet (spanned only to a user's `with`): decided with it
             inside = _enclosing(self.new, self.origins, j, self.depths)
+            # What TileLang's code built in a loop, branch or block of the user's only sits there: a guess.
+            how = GUESS if inside is not None and names_a_block(inside, self.source_of) else "call"
             if inside is not None and inside.certain and not _HEADER.match(self.new[j]) and self._in_expansion(j):
-                self.origins[j] = inside.known_as("call", library)
+                self.origins[j] = inside.known_as(how, library)
                 continue
             call = _call_site(self.new, self.origins, j, self.libraries, self.source_of)
+            if call is None and inside is not None and how == GUESS:
+                call = self._call_in_block(j, inside, library)
             if call is not None:
                 self.origins[j] = call
             elif inside is not None:
-                self.origins[j] = inside.known_as("call", library)
+                self.origins[j] = inside.known_as(how, library)
+
+    def _call_in_block(self, j: int, block: Origin, library: tuple[str, int]) -> Origin | None:
+        """TileLang's code sitting directly in a loop or branch of the user's (`block`) that has no
+        spanned statement beside it there (tl.IfStmtBinding gave a ``T.reduce_max`` in the user's
+        ``if`` an ``if`` of its own): the one statement of that block's body, in the user's file,
+        between the nearest statements of the body above and below it in the text."""
+        source = self.source_of(block.file)
+        if not source:
+            return None
+
+        def neighbour(step: int) -> Origin | None:
+            k = j + step
+            while 0 <= k < len(self.new):
+                found = self.origins[k]
+                if found is not None and found.how == "span" and found.file == block.file and found.line != block.line:
+                    inside = encloses(source, block.line, [found.line])
+                    return Origin(found.file, direct_statement(source, block.line, found.line), "span") if inside else None
+                k += step
+            return None
+
+        before, after = neighbour(-1), neighbour(1)
+        if before is None and after is None:
+            return None
+        candidates = [n for n in _statements_between(source, before, after) if encloses(source, block.line, [n])]
+        return Origin(block.file, candidates[0], "call", library) if len(candidates) == 1 else None
 
     def _new_block(self, j: int) -> Origin | None:
         """The certain origin of the ``with T.sblock(...)`` line j sits directly in, when this pass made that block."""
@@ -206,12 +291,9 @@ class _Change:
                 is_block = self.new[k].lstrip().startswith("with T.sblock(")
                 if not (made_here and is_block and found is not None and found.certain):
                     return None
-                return None if self._names_a_loop(found) else found  # a block in a loop's body: the body line, later
-        return None
-
-    def _names_a_loop(self, origin: Origin) -> bool:
-        source = self.source_of(origin.file)
-        return bool(source) and 0 < origin.line <= len(source) and source[origin.line - 1].lstrip().startswith("for ")
+                # A block spanned to a loop, branch or block of the user's (the pipeliner's stage blocks take the
+                # `if`'s span): it only contains the statement, which is decided later.
+                return None if names_a_block(found, self.source_of) else found
         return None
 
     def _in_open_block(self, j: int) -> bool:
@@ -239,6 +321,48 @@ class _Change:
                 return text.startswith("with T.sblock(") or k in self.libraries
         return False
 
+    def rewritten_loops(self) -> None:
+        """A loop the pass rewrote, or made more of (warp specialisation gives the producer and the
+        consumer each the user's ``for k``): a removed loop of the same variable whose user line
+        holds, in its body in the user's file, every statement the new loop's body certainly comes from."""
+        removed: dict[str, list[Origin]] = {}
+        for i in self.removed:
+            origin = self.before[i]
+            variables = loop_variables(self.old[i])
+            if origin is not None and origin.certain and variables:
+                removed.setdefault(variables[0], []).append(origin)
+        if not removed:
+            return
+        for _, j in list(self._open()):
+            variables = loop_variables(self.new[j])
+            candidates = removed.get(variables[0]) if variables else None
+            if not candidates:
+                continue
+            body = self._certain_body(j)
+            found = {
+                (o.file, o.line): o
+                for o in candidates
+                if (source := self.source_of(o.file)) and variables[0] in loop_variables(source[o.line - 1] if 0 < o.line <= len(source) else "")
+                and encloses(source, o.line, [line for file, line in body if file == o.file and line != o.line]) and all(file == o.file for file, _ in body)
+            }  # fmt: skip
+            if len(found) == 1:
+                loop = next(iter(found.values()))
+                self.origins[j] = Origin(loop.file, loop.line, COPY, self.libraries.get(j), loop.columns)
+
+    def _certain_body(self, j: int) -> set[tuple[str, int]]:
+        """The places the statements nested in line j certainly come from."""
+        found: set[tuple[str, int]] = set()
+        for k in range(j + 1, len(self.new)):
+            if self.depths[k] < 0:
+                continue
+            if self.depths[k] <= self.depths[j]:
+                break
+            origin = self.origins[k]
+            # A buffer declared anywhere (TileLang declares them again in each branch) is its alloc line's: no statement of the body.
+            if origin is not None and origin.certain and origin.how != "allocation" and statement(self.new[k]).op != "alloc":
+                found.add((origin.file, origin.line))
+        return found
+
     def built_around(self) -> None:
         """A loop, branch or block the pass made around one statement's lowering (the boxes of a
         TMA copy) comes from that statement: every line of its body does. So does a new loop whose
@@ -247,12 +371,23 @@ class _Change:
             if not line.endswith(":") or not _HEADER.match(line):  # endswith first: this runs on every line
                 continue
             own = self.origins[j]
+            if (own is None or not own.certain) and self._copies_a_branch(line):
+                continue  # a copy of a branch of the user's (the copies phase found it from several places): not built around its body
             wrong_span = own is not None and own.how == "span" and _not_a_header(own, self.source_of)
             # A loop whose origin came from its body takes its body's again: the diff may have paired it
             # with an identical loop elsewhere (two TMA copies' `for i in T.unroll(4):`).
             from_body = own is not None and own.how == "body"
             if not (wrong_span or from_body) and (j in self.matched or own is not None):
-                if own is None or own.certain:
+                if own is None:
+                    continue
+                if own.certain:
+                    # A loop paired by its text alone with a removed one (seven `for i in T.unroll(2):` of
+                    # TMA boxes and reductions, reordered) whose body certainly is another statement's
+                    # lowering: that statement's. Its own span, or a loop or block of the user's, stays.
+                    if own.how != "span" and not names_a_block(own, self.source_of):
+                        body = _body_origin(self.origins, j, self.depths, certain=True)
+                        if body is not None and (body.file, body.line) != (own.file, own.line):
+                            self.origins[j] = body.known_as("body", self.libraries.get(j))
                     continue
                 # A guessed header over statements all certainly from one line (`if elect:` around a copy's expect and load)
                 body = _body_origin(self.origins, j, self.depths, certain=True)
@@ -262,6 +397,15 @@ class _Change:
             body = _body_origin(self.origins, j, self.depths)
             if body is not None:
                 self.origins[j] = body.known_as("body", self.libraries.get(j))
+
+    def _copies_a_branch(self, line: str) -> bool:
+        """`line` is an ``if`` the same, up to renaming, as one before the pass."""
+        key = copy_key(line)
+        if key is None or key[0] != "if":
+            return False
+        if self._branches is None:
+            self._branches = {key for old in self.old if (key := copy_key(old)) is not None and key[0] == "if"}
+        return key in self._branches
 
     def shared_buffers(self) -> None:
         """A statement of a hunk that uses buffers of the hunk's removed statements: the one it
@@ -340,14 +484,13 @@ class _Change:
     def spans_naming_a_with(self) -> None:
         """A statement spanned to a user's block or loop line that nothing before placed: the body
         line it is like (the lowered text has drifted from the user's), else the one line the
-        statements beside it come from (a constant hoisted into a loop's body), else the span."""
+        statements beside it come from (a constant hoisted into a loop's body), else the span's
+        line as a guess: a loop or block only contains the statement."""
         for j, own in self.vague.items():
             if self.origins[j] is not None:
                 continue
-            found = _inside_with(own, self.new[j], self.source_of)
-            if found is own:
-                found = self._body_line(j, own) or own
-            self.origins[j] = found
+            line = self.new[j]
+            self.origins[j] = like_body_line(own, line, self.source_of) or self._body_line(j, own) or contained(own, line)
 
     def enclosing_or_first(self) -> None:
         """What is left sits in a statement (in a loop of the user's: the body line it computes),

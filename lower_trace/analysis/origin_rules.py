@@ -5,8 +5,13 @@ applies them along a kernel's history.
 Facts first, guesses last. A line's origin is, in this order:
 
 1. its own span, when the compiler kept one on the statement it prints and the span names a
-   file of the user's (TileLang's frontend puts one on every statement it builds) -- ``span``;
-2. the line the pass left as it was (the diff keeps it): that line's origin;
+   file of the user's (TileLang's frontend puts one on every statement it builds) -- ``span``.
+   A span that names a loop or block of the user's (a ``for``, a ``with``) on a statement or a
+   branch inside it says where the statement sits, not which line made it: the body line it is
+   like, else that line as a guess (a thread's launch under ``with T.Kernel`` excepted);
+2. the line the pass left as it was (the diff keeps it): that line's origin; an attribute a call
+   of TileLang's language put on the kernel (``T.use_swizzle``'s): that call's line in the
+   kernel's function -- ``attribute``;
 3. the statement it was before the pass, by what the IR says: the same operation on the same
    buffers (``T.initialize_wgmma_descriptor(desc_a, K_tile)`` rewritten, renamed or moved is
    still the descriptor of K_tile; of several alike, the one with the same arguments, else the
@@ -14,9 +19,15 @@ Facts first, guesses last. A line's origin is, in this order:
    data_shared)`` given a barrier by warp specialisation) -- ``operands``. A statement whose own
    span names TileLang's code is never a removed statement that was not built there (a
    ``T.reduce_max``'s ``max_val[i] = T.max(max_val[i], logits_frag[...])`` is no rewrite of the
-   user's ``logits_frag[i, j] = ...max_val[i]...``, though both store to those buffers): rule 4;
+   user's ``logits_frag[i, j] = ...max_val[i]...``, though both store to those buffers): rule 4.
+   A statement the pass copied (the pipeliner's prologue, body and epilogue; tl.IfStmtBinding's
+   ``if`` per statement) is the line before the pass, kept or not, that is the same up to
+   renaming (``block_1: T.int32 = Blocks[k + 1]`` of ``block = Blocks[k]``; ``if 0 <= block_2:``),
+   as certain as that one, when all such lines come from one place -- ``copy``; a loop the pass
+   rewrote or made more of (warp specialisation's producer and consumer ``for k``) is the removed
+   loop of its variable whose user line holds everything its body certainly comes from -- ``copy``;
 4. for a statement TileLang's own code built (its span names the library), the user's statement
-   it expands: the block TileLang made of the user's statement it sits in (the ``_gemm_ssr``
+   it expands (never a loop or block of theirs it merely sits in: a guess): the block TileLang made of the user's statement it sits in (the ``_gemm_ssr``
    block of a ``T.gemm``, the loops of a ``T.reduce_max``), else the user's statement between the
    spanned statements beside it (``T.reduce_max`` between a ``T.copy`` and a ``T.Parallel``; the
    user's statements read off the file with Python's parser, so a multi-line call's closing line
@@ -57,6 +68,7 @@ _ALLOCATED = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)(?:: T\.handle\([^)]*\))? =
 _HEADER = re.compile(r"\s*(?:for|while|if|with) .*:\s*$")  # an IR line with a body
 _SOURCE_HEADER = re.compile(r"\s*(?:for|while|if|elif|else|with)\b")
 _SOURCE_BLOCK = re.compile(r"\s*(?:with|for)\b")  # a user's line with a body
+_BRANCH = re.compile(r"\s*(?:if|elif|while) ")
 _RENAMED_COPY = re.compile(r"_\d+$")
 _INSIDE = 0.5  # the share of a with-block's body line's names a statement spanned to the with keeps, to be that line
 
@@ -87,7 +99,8 @@ class Origin:
 
 Origins = list[Origin | None]
 GUESS = "guess"
-FACTS = ("span", "operands", "call", "body", "allocation", "error")
+COPY = "copy"  # a copy a pass made of a statement (pipelining, unrolling, a guard split per statement)
+FACTS = ("span", "operands", COPY, "call", "body", "allocation", "attribute", "error")
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -148,14 +161,70 @@ def standalone(text: str, spans: Spans, source_of: SourceOf = _no_source) -> Ori
     for i in range(len(lines)):
         if origins[i] is None and i in libraries:
             origins[i] = _call_site(lines, origins, i, libraries, source_of)
+    for i in range(len(lines)):
+        if origins[i] is None and "T.attr(" in lines[i]:
+            origins[i] = attribute_origin(lines[i], origins, source_of)
     depths = _depths(lines)
     for i in range(len(lines)):
         if origins[i] is None and (i in libraries or lines[i].strip()):
             found = _enclosing(lines, origins, i, depths)
             if found is not None:
-                how = "call" if i in libraries and found.certain else GUESS  # TileLang's code in the user's statement
+                # TileLang's code in the user's statement; in their loop or block, it only sits there
+                how = "call" if i in libraries and found.certain and not names_a_block(found, source_of) else GUESS
                 origins[i] = _allocation(lines[i], found, source_of) or Origin(found.file, found.line, how, libraries.get(i))
     return origins
+
+
+# Attributes TileLang's language puts on a kernel, by key, and the call that puts each (AttrStmts
+# carry no span: the call's line is read off the user's file).
+_ATTRIBUTE_CALLS = {
+    "threadblock_swizzle_pattern": "use_swizzle",
+    "tl.min_blocks_per_sm": "annotate_min_blocks_per_sm",
+    "tl.ws_pipeline_depth": "annotate_ws_pipeline_depth",
+}
+_ATTRIBUTE = re.compile(r'\s*(?:with )?T\.attr\([^,]*, "([^"]+)"')
+
+
+def attribute_origin(line: str, origins: Origins, source_of: SourceOf) -> Origin | None:
+    """An attribute a call of TileLang's language put on the kernel (``T.use_swizzle(4)`` becomes
+    ``T.attr(None, "threadblock_swizzle_pattern", ...)``): the one line of the user's file that makes
+    that call inside the function the kernel's certain lines are in. None when it is no such
+    attribute, or the file has no such call there, or several."""
+    match = _ATTRIBUTE.match(line)
+    call = _ATTRIBUTE_CALLS.get(match.group(1)) if match else None
+    if call is None:
+        return None
+    used: dict[str, set[int]] = {}
+    for origin in origins:
+        if origin is not None and origin.certain:
+            used.setdefault(origin.file, set()).add(origin.line)
+    found: set[tuple[str, int]] = set()
+    pattern = re.compile(rf"\b{call}\(")
+    for file, lines in used.items():
+        source = source_of(file)
+        if not source:
+            continue
+        functions = _functions(tuple(source))
+        kernel = {span for span in functions if any(span[0] <= line <= span[1] for line in lines)}
+        for number, text in enumerate(source, start=1):
+            if pattern.search(text) and not text.lstrip().startswith("#"):
+                innermost = min((span for span in functions if span[0] <= number <= span[1]), key=lambda span: span[1] - span[0], default=None)
+                if innermost in kernel:
+                    found.add((file, number))
+    if len(found) != 1:
+        return None
+    file, number = found.pop()
+    return Origin(file, number, "attribute")
+
+
+@functools.lru_cache(maxsize=64)
+def _functions(source: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
+    """(first line, last line) of every function of the user's file (empty when it does not parse)."""
+    try:
+        tree = ast.parse("\n".join(source))
+    except (SyntaxError, ValueError):
+        return ()
+    return tuple((node.lineno, node.end_lineno or node.lineno) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef))
 
 
 def _allocation(line: str, near: Origin, source_of: SourceOf) -> Origin | None:
@@ -293,13 +362,22 @@ def _statement_lines(source: tuple[str, ...]) -> dict[int, int]:
 def _inside_with(origin: Origin | None, line: str, source_of: SourceOf) -> Origin | None:
     """TileLang's frontend gives every statement inside a ``with T.ws(...)`` block the ``with``
     line's span (and a pass some statements in a loop the loop's): a statement (no block itself)
-    spanned so is the line of the block's body it is most like, when one keeps most of its names."""
+    spanned so is the line of the block's body it is most like, when one keeps most of its names;
+    else the block's line, as a guess (see contained)."""
     if origin is None or not _names_a_with(origin, line, source_of):
         return origin
+    return like_body_line(origin, line, source_of) or contained(origin, line)
+
+
+def like_body_line(origin: Origin, line: str, source_of: SourceOf) -> Origin | None:
+    """The line of the body of the user's block or loop `origin` names that `line` is most like
+    (keeps most of its names): a guess; None when none is."""
     source = source_of(origin.file) or []
+    if not 0 < origin.line <= len(source):
+        return None
     depth = _indent(source[origin.line - 1])
     mine = {_RENAMED_COPY.sub("", token) for token in _tokens(line)}  # the IR's compute_is_done_1 is the user's compute_is_done
-    best, score = origin, 0.0
+    best, score = None, 0.0
     for number in range(origin.line + 1, len(source) + 1):
         text = source[number - 1]
         if not text.strip() or text.lstrip().startswith("#"):
@@ -311,6 +389,18 @@ def _inside_with(origin: Origin | None, line: str, source_of: SourceOf) -> Origi
         if share >= _INSIDE and share > score:
             best, score = Origin(origin.file, number, GUESS, columns=None), share
     return best
+
+
+_THREAD_LAUNCH = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_]*(?:: [^=]+)? = T\.launch_thread")
+
+
+def contained(origin: Origin, line: str) -> Origin:
+    """A statement whose span names a loop or block of the user's that only contains it: that line,
+    but as a guess -- the span says where the statement is, not which line made it. A thread's
+    launch spanned to ``with T.Kernel(...)`` is that line's own (the kernel launches its threads)."""
+    if origin.how == "span" and _THREAD_LAUNCH.match(line):
+        return origin
+    return Origin(origin.file, origin.line, GUESS, origin.library, origin.columns)
 
 
 def _names_a_with(origin: Origin, line: str, source_of: SourceOf) -> bool:
@@ -325,6 +415,10 @@ def _names_a_with(origin: Origin, line: str, source_of: SourceOf) -> bool:
         return False
     theirs = source[origin.line - 1]
     if _HEADER.match(line):
+        if _BRANCH.match(line):
+            # A branch spanned to a loop or block of the user's (a pass rebuilt a pipelined copy of the
+            # user's `if` with the loop's span): the loop only contains it.
+            return bool(_SOURCE_BLOCK.match(theirs))
         # A block TileLang built for one statement of a ``with T.ws(...)`` body (a T.gemm's
         # ``with T.sblock("_gemm_ssr")``) carries the ``with`` line's span too: it is no ``with`` of the user's.
         return line.lstrip().startswith("with T.sblock(") and theirs.lstrip().startswith("with T.ws(")
@@ -347,12 +441,51 @@ def _body_origin(origins: Origins, j: int, depths: list[int], certain: bool = Fa
     return found
 
 
+def names_a_block(origin: Origin, source_of: SourceOf) -> bool:
+    """The user's line `origin` names is a loop, branch or block (it has a body)."""
+    source = source_of(origin.file)
+    return bool(source) and 0 < origin.line <= len(source) and bool(_SOURCE_HEADER.match(source[origin.line - 1]))
+
+
 def _not_a_header(origin: Origin, source_of: SourceOf) -> bool:
     """The user's line an IR loop's span names is no loop, branch or block of theirs."""
     source = source_of(origin.file)
     if not source or not 0 < origin.line <= len(source):
         return False
     return not _SOURCE_HEADER.match(source[origin.line - 1])
+
+
+_LOOP_VARIABLES = re.compile(r"\s*for ([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*) in ")
+
+
+def loop_variables(line: str) -> tuple[str, ...]:
+    """The variables a ``for`` line binds (``for i, j in T.grid(...)``: i and j), TVM's copy suffixes dropped."""
+    match = _LOOP_VARIABLES.match(line)
+    return tuple(_RENAMED_COPY.sub("", name.strip()) for name in match.group(1).split(",")) if match else ()
+
+
+def encloses(source: list[str], outer: int, lines: list[int]) -> bool:
+    """Every one of `lines` (1-based) is in the body of the user's line `outer`, by indentation."""
+    if not 0 < outer <= len(source) or not lines:
+        return False
+    depth, end = _indent(source[outer - 1]), outer
+    for number in range(outer + 1, len(source) + 1):
+        text = source[number - 1]
+        if text.strip() and not text.lstrip().startswith("#") and _indent(text) <= depth:
+            break
+        end = number
+    return all(outer < line <= end for line in lines)
+
+
+def direct_statement(source: list[str], block: int, line: int) -> int:
+    """The statement of the body of the user's `block` line that holds `line` (`line` itself, or
+    the loop or branch of that body it is nested in)."""
+    body = next((_indent(source[n - 1]) for n in range(block + 1, len(source) + 1) if source[n - 1].strip() and not source[n - 1].lstrip().startswith("#")), 0)
+    for number in range(line, block, -1):
+        text = source[number - 1]
+        if text.strip() and not text.lstrip().startswith("#") and _indent(text) <= body:
+            return number
+    return line
 
 
 def _loop_head(line: str) -> str:

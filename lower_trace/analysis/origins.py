@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from lower_trace.analysis.blame import Change, history
 from lower_trace.analysis.origin_carry import carried
-from lower_trace.analysis.origin_rules import Origin, Origins, standalone
+from lower_trace.analysis.origin_rules import GUESS, Origin, Origins, SourceOf, encloses, loop_variables, standalone
 from lower_trace.analysis.text_diff import myers, split_lines
 from lower_trace.model import CodegenRecord, KernelTrace, PassRecord, Trace, source_key
 
@@ -214,7 +214,7 @@ def kernel_origins(kernel: KernelTrace, text_of: Callable[[str], str], spans_of:
             continue
         texts[change.after] = carried(change.before, texts[change.before], change.after, spans(change.after), source_of)
     for step in kernel.codegen:
-        _source_origins(result, step, text_of, spans)
+        _source_origins(result, step, text_of, spans, source_of)
     return result
 
 
@@ -228,7 +228,9 @@ def _owners(change: Change, before: list[PassRecord | None]) -> list[PassRecord 
     return kept
 
 
-def _source_origins(result: KernelOrigins, step: CodegenRecord, text_of: Callable[[str], str], spans: Callable[[str], dict]) -> None:
+def _source_origins(
+    result: KernelOrigins, step: CodegenRecord, text_of: Callable[[str], str], spans: Callable[[str], dict], source_of: SourceOf,
+) -> None:  # fmt: skip
     if not step.source:
         return
     source = text_of(step.source)
@@ -239,14 +241,46 @@ def _source_origins(result: KernelOrigins, step: CodegenRecord, text_of: Callabl
     tir_lines = _line_map(text_of(step.line_map)) if step.line_map else []
     lines = split_lines(source)
     origins: Origins = [None] * len(lines)
+    tir = split_lines(tir_text)
     for i in range(min(len(lines), len(tir_lines))):
         k = tir_lines[i] - 1
-        if 0 <= k < len(tir_origins) and not _PUNCTUATION.fullmatch(lines[i]):
-            origins[i] = tir_origins[k]
+        if 0 <= k < len(tir_origins) and not _PUNCTUATION.fullmatch(lines[i]) and not _SIGNATURE.match(lines[i]):
+            origin = origins[i] = tir_origins[k]
+            if origin is not None and k < len(tir) and len(loop_variables(tir[k])) > 1:
+                origins[i] = _nested_loop(lines[i], tir[k], origin, source_of)
     result.sources[step.seq] = SourceOrigins(source, origins, tir_lines, tir_text)
 
 
+_C_LOOP = re.compile(r"\s*for \((?:[A-Za-z_][A-Za-z0-9_:]* )+([A-Za-z_][A-Za-z0-9_]*) = ")
+
+
+def _nested_loop(line: str, tir_line: str, origin: Origin, source_of: SourceOf) -> Origin:
+    """TVMScript prints loops nested directly in each other as one ``for i, j in T.grid(...)``, with
+    the outer loop's span; the generated source has a ``for`` per loop. The loop of j is the user's
+    loop of j: the grid's own line when the user wrote one (``for i, j in T.grid``), else the ``for j``
+    nested in the outer one in the user's file; a guess when neither is there."""
+    match = _C_LOOP.match(line)
+    source = source_of(origin.file)
+    if match is None or not source or not 0 < origin.line <= len(source):
+        return origin
+    variable = re.sub(r"_\d+$", "", match.group(1))
+    if variable not in loop_variables(tir_line):
+        return origin
+    written = loop_variables(source[origin.line - 1])
+    if not written or variable in written:
+        return origin  # the user's grid, or no loop of theirs (TileLang's own expansion of a statement)
+    for number in range(origin.line + 1, len(source) + 1):
+        if not encloses(source, origin.line, [number]):
+            break
+        if variable in loop_variables(source[number - 1]):
+            return Origin(origin.file, number, origin.how, origin.library)
+    return Origin(origin.file, origin.line, GUESS, origin.library)
+
+
 _PUNCTUATION = re.compile(r"\s*(?:[{}]|} else {|)\s*")  # a brace (or nothing) is no statement's line
+# A kernel's signature comes from no statement (the first kernel's has no #line above it; a second
+# kernel's would take the last statement of the kernel before it).
+_SIGNATURE = re.compile(r".*\b__global__\b.*\)\s*\{\s*$")
 
 
 def _line_map(stored: str) -> list[int]:

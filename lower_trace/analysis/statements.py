@@ -18,6 +18,13 @@ _HEADER = re.compile(r"\s*(?:for|while|if|elif|else|with)\b.*:\s*$")
 _STORE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\[[^=]*\]\s*(?:[-+*/]?=)(?!=)")
 _DEFINES = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)(?:: [^=]+)? = T\.([A-Za-z_][A-Za-z0-9_.]*)\(")
 _CALL = re.compile(r"(?:T\.)?([A-Za-z_][A-Za-z0-9_.]*)\(")
+_BINDS = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)(?:: [^=]+)? = (?!=)")  # a scalar bound (a LetStmt): `block_1: T.int32 = Blocks[k + 1]`
+_CONDITION = re.compile(r"\s*(?:if|while) (.*):\s*$")
+_STRING = re.compile(r'"[^"]*"')
+_CALLED = re.compile(r"\b(?:T\.)?[A-Za-z_][A-Za-z0-9_.]*\(")  # a call's name (its arguments stay)
+_IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
+_KEYWORDS = frozenset({"and", "or", "not", "True", "False", "None"})
+_NAME = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*?)(?:_\d+)+\b")
 _EXTERN = re.compile(r'T\.call_(?:extern|intrin|packed|pure_extern)\("[^"]*", "([^"<(]*)')
 _BUFFER = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)(?:\[|\.data\b)")
 _ACCESS_PTR = re.compile(r"tvm_access_ptr\(T\.type_annotation\([^)]*\), ([A-Za-z_][A-Za-z0-9_]*)[,)]")  # a buffer's data var, once
@@ -63,6 +70,9 @@ def statement(line: str) -> Statement:
         op = "alloc" if defines.group(2) in _ALLOCATIONS else defines.group(2)
     elif _STORE.match(line):
         op = "store"
+    elif (binds := _BINDS.match(line)) is not None:
+        buffers.add(buffer_name(binds.group(1)))
+        op = "bind"
     else:
         call = _CALL.search(stripped)
         if call is None:
@@ -75,6 +85,26 @@ def statement(line: str) -> Statement:
     if extern is not None:
         op = f"{op}:{extern.group(1)}"
     return Statement(op, frozenset(buffers))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def copy_key(line: str) -> tuple[str, ...] | None:
+    """What a copy of this statement has in common with it, whatever a pass renamed (TVM's ``_1``
+    suffixes) or shifted (a pipeliner's ``Blocks[k + 1]`` for ``Blocks[k]``): a branch's condition up
+    to renaming; a statement's operation, the buffers it names and the scalar it binds. None for
+    what names nothing (a barrier, a brace, a loop): alike lines of those are no copies of each other."""
+    condition = _CONDITION.match(line)
+    if condition is not None:
+        # The names the condition tests, up to renaming: a pass that flattens a buffer
+        # (`T.Cast("bool", BlockMask_1[by * 16 + bx * 8 + k])` of `BlockMask[by, bx, k]`) or shifts
+        # the loop's index (`Blocks[k + 1]`) changes the indices, not the names.
+        text = _CALLED.sub(" ", _STRING.sub(" ", condition.group(1)))
+        names = sorted({_NAME.sub(r"\1", name) for name in _IDENTIFIER.findall(text)} - _NOT_BUFFERS - _KEYWORDS)
+        return ("if", *names) if names else None
+    facts = statement(line)
+    if not facts.op or not facts.buffers or facts.op == "alloc":
+        return None
+    return (facts.op, *sorted(facts.buffers))
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -232,9 +232,10 @@
  * A kernel's source map (render/report/origins_data.py): per snapshot or generated source (by
  * digest) an origin number per line (-1: none); origins are [place, how, [library file, line]|null];
  * places are [file number, line] of the user's program. how (analysis/origins.py): "span" (the
- * statement's own span), "operands" (the tile op whose buffers it uses), "call" (TileLang's own
- * code called from that line), "body" (a loop or branch built around its lowering), "allocation",
- * "error" -- facts -- or "guess" (inferred from where the line sits in a diff; older traces: "inherited").
+ * statement's own span), "operands" (the tile op whose buffers it uses), "copy" (a copy a pass made
+ * of that statement), "call" (TileLang's own code called from that line), "body" (a loop or branch
+ * built around its lowering), "allocation", "attribute" (the call that put an attribute on the
+ * kernel), "error" -- facts -- or "guess" (inferred from where the line sits in a diff; older traces: "inherited").
  * @typedef {Object} LTOriginsData
  * @property {string[]} files
  * @property {Array<[number, number]>} places
