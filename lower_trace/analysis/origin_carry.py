@@ -194,14 +194,16 @@ class _Change:
         line before the pass, kept or not, that is the same up to renaming (statements.copy_key).
         When all such lines come from one place, the copy is from there, as certain as they are;
         from several places, the nearest is only a guess."""
-        # A branch on the thread's index alone (warp specialisation's `if tx >= 128`) is the pass's
-        # own partition, no copy of a user's `if` on the same index.
-        threads = {match.group(1) or match.group(2) for line in self.old + self.new if (match := _LAUNCH.match(line))}
         index: dict[tuple[str, ...], list[int]] = {}
         for i, line in enumerate(self.old):
             key = copy_key(line) if self.before[i] is not None else None
-            if key is not None and not (key[0] == "if" and set(key[1:]) <= threads):
+            if key is not None:
                 index.setdefault(key, []).append(i)
+        if any(key[0] == "if" for key in index):
+            # A branch on the thread's index alone (warp specialisation's `if tx >= 128`) is the pass's
+            # own partition, no copy of a user's `if` on the same index.
+            threads = {match.group(1) or match.group(2) for line in self.old + self.new if (match := _LAUNCH.match(line))}
+            index = {key: olds for key, olds in index.items() if not (key[0] == "if" and set(key[1:]) <= threads)}
         if not index:
             return
         for (i0, j0, _, _), j in list(self._open()):
