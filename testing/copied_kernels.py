@@ -17,8 +17,8 @@ def guarded_pipeline(num_stages=2, M=128, N=128, K=512, block_M=64, block_N=64, 
     @T.prim_func
     def guarded(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), Blocks: T.Tensor((steps,), "int32"), C: T.Tensor((M, N), "float32")):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
-            A_shared = T.alloc_shared((block_M, block_K), "float16")
-            B_shared = T.alloc_shared((block_K, block_N), "float16")
+            A_shared = T.alloc_shared((block_M, block_K), "float16")  # @gp_alloc_a
+            B_shared = T.alloc_shared((block_K, block_N), "float16")  # @gp_alloc_b
             C_local = T.alloc_fragment((block_M, block_N), "float32")
             T.clear(C_local)
             for k in T.Pipelined(steps, num_stages=num_stages):  # @gp_loop
@@ -98,3 +98,41 @@ def two_kernels(N=256, block=128):
             C[bx * block + tx] = B[bx * block + tx] * 2.0  # @second_store
 
     return two_launches
+
+
+def inlined_lets(N=256, block=64, region=2):
+    """Scalars assigned a T.if_then_else that TileLang substitutes into the statements reading them
+    (a loop's extent, an `if`, another let): codegen prints each as a ``condval`` block in front of
+    the reading statement. The values tell the blocks apart: 2 / 1 steps, bx / bx - 2, 7 / 3."""
+
+    @T.prim_func
+    def lets(A: T.Tensor((N, N), "float16"), B: T.Tensor((N, N), "float16")):
+        with T.Kernel(N // block, threads=128) as bx:
+            tile = T.alloc_shared((block, block), "float16")
+            steps = T.if_then_else(bx < region, bx + 2, bx - 1)  # @let_steps
+            last = T.if_then_else(bx < region, bx, bx - region)  # @let_last
+            for s in T.serial(steps):  # @let_loop
+                late = T.if_then_else(s > last, 7, 3)  # @let_late
+                if late != 3:  # @let_if
+                    T.copy(A[s * block, bx * block], tile)  # @let_copy
+                    T.copy(tile, B[s * block, bx * block])  # @let_store
+
+    return lets
+
+
+def guarded_store(rows=1024, dim=64, block=64, batch=4):
+    """A store inside the user's `if` in a T.Parallel loop, at a row read from a table: TileLang adds
+    bounds checks around it (tl.LegalizeSafeMemoryAccess) and rebuilds the store with the `if`'s span."""
+
+    @T.prim_func
+    def store_rows(Src: T.Tensor((block, dim), "float16"), Starts: T.Tensor((batch + 1,), "int32"), Out: T.Tensor((rows, dim), "float16")):
+        with T.Kernel(T.ceildiv(rows, block), batch, threads=128) as (bx, b):
+            tile = T.alloc_shared((block, dim), "float16")
+            start = Starts[b]
+            count = Starts[b + 1] - start
+            T.copy(Src, tile)
+            for i, d in T.Parallel(block, dim):  # @gs_loop
+                if bx * block + i < count:  # @gs_if
+                    Out[start + bx * block + i, d] = tile[i, d]  # @gs_store
+
+    return store_rows

@@ -10,6 +10,7 @@ import itertools
 import re
 
 from lower_trace.analysis.origin_rules import (
+    _BRANCH,
     _FAR,
     _HEADER,
     _SIMILAR,
@@ -56,6 +57,7 @@ def carried(before: str, before_origins: Origins, after: str, spans: Spans, sour
     change.rewritten_loops()
     change.built_around()
     change.shared_buffers()
+    change.rewritten_loops()  # again: a producer loop's copies are known only by the buffers they share
     change.inserted_between()
     change.like_removed_lines()
     change.spans_naming_a_with()
@@ -76,7 +78,7 @@ class _Change:
         self.origins: Origins = [None] * len(self.new)
         self.libraries: dict[int, tuple[str, int]] = {}
         self.vague: dict[int, Origin] = {}  # own spans that name a `with` block, not the statement: the last resort
-        self.pairs = myers(self.old, self.new)
+        self.pairs = self._moved_by_spans(self._kept_pairs())
         self.matched = {j: i for i, j in self.pairs}
         kept_old = self.matched_old = {i for i, _ in self.pairs}
         self.removed = [i for i in range(len(self.old)) if i not in kept_old and self.before[i] is not None]
@@ -84,6 +86,41 @@ class _Change:
         self.hunks = [(i0, j0, i1, j1) for (i0, j0), (i1, j1) in itertools.pairwise([(-1, -1), *self.pairs, (len(self.old), len(self.new))]) if j1 - j0 > 1]
         self._depths: list[int] = []
         self._branches: set[tuple[str, ...]] | None = None
+        self._old_branches: list[tuple[int, tuple[str, ...], Origin]] | None = None
+
+    def _kept_pairs(self) -> list[tuple[int, int]]:
+        """The diff's pairs of equal lines. A pass that indents the whole body anew (SplitHostDevice
+        moves it into a function of its own) keeps every line, but only the few its new indentation
+        happens to match are equal, and those pair the wrong copies of a repeated line: then lines
+        are compared without their indentation, when that keeps far more of them."""
+        pairs = myers(self.old, self.new)
+        if len(pairs) < len(self.new) // 2:
+            unindented = myers([line.strip() for line in self.old], [line.strip() for line in self.new])
+            if len(unindented) > 2 * len(pairs):
+                return unindented
+        return pairs
+
+    def _moved_by_spans(self, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The diff pairs equal texts in order; a pass that moved one of two equal lines (loop
+        unswitching hoists one ``if tx < 160:`` over its loop) leaves it paired with the other.
+        A new line's own span says which old line it is: the unpaired old line of the same text
+        that came from that span's line, when one sits between the neighbouring pairs."""
+        paired = {i for i, _ in pairs}
+        for n, (i, j) in enumerate(pairs):
+            kept = self.before[i]
+            span = self.spans.get(j)
+            if kept is None or span is None or span[2] or (kept.file, kept.line) == (span[0], span[1]):
+                continue
+            low = pairs[n - 1][0] if n else -1
+            high = pairs[n + 1][0] if n + 1 < len(pairs) else len(self.old)
+            text = self.new[j].strip()
+            place = (span[0], span[1])
+            moved = [k for k in range(low + 1, high) if k not in paired and self.old[k].strip() == text and _at(self.before[k], place)]
+            if len(moved) == 1:
+                pairs[n] = (moved[0], j)
+                paired.discard(i)
+                paired.add(moved[0])
+        return pairs
 
     @property
     def depths(self) -> list[int]:
@@ -103,8 +140,10 @@ class _Change:
     def own_spans_and_kept_lines(self) -> None:
         for j, line in enumerate(self.new):
             own, library = _own(self.spans, j)
-            if own is not None and _names_a_with(own, line, self.source_of):
+            if own is not None and (_names_a_with(own, line, self.source_of) or self._guard_of_another_condition(j, own)):
                 self.vague[j], own = own, None
+            elif own is not None and j not in self.matched and (earlier := self._same_rank_branch(j, own)) is not None:
+                own = earlier
             if library is not None:
                 self.libraries[j] = library
             if own is not None:
@@ -112,6 +151,43 @@ class _Change:
             elif j in self.matched:
                 kept = self.before[self.matched[j]]
                 self.origins[j] = kept if kept is None or library is None else Origin(kept.file, kept.line, kept.how, library, kept.columns)
+
+    def _guard_of_another_condition(self, j: int, own: Origin) -> bool:
+        """A branch a pass added inside a user's ``if`` (LegalizeSafeMemoryAccess's bounds checks of
+        the store it guards) carries that ``if``'s span, with a condition of its own: it is no copy of
+        the user's branch when that branch is still there, or when it was already told apart before
+        (an old branch of its condition came from elsewhere)."""
+        if not _BRANCH.match(self.new[j]) or (key := copy_key(self.new[j])) is None:
+            return False
+        if self._old_branches is None:
+            self._old_branches = []
+            for i, old in enumerate(self.old):
+                if _BRANCH.match(old) and (old_key := copy_key(old)) and (origin := self.before[i]) is not None:
+                    self._old_branches.append((i, old_key, origin))
+        here = [(i, other) for i, other, origin in self._old_branches if (origin.file, origin.line) == (own.file, own.line)]
+        if not here or any(other == key for _, other in here):
+            return False
+        still_there = any(i in self.matched_old for i, _ in here)
+        told_apart = any(other == key and origin.certain and (origin.file, origin.line) != (own.file, own.line) for _, other, origin in self._old_branches)
+        return still_there or told_apart
+
+    def _same_rank_branch(self, j: int, own: Origin) -> Origin | None:
+        """A pass that rewrote a nest of branches (Simplify on a user's ``if`` and the bounds checks
+        added inside it, all spanned to the ``if``) keeps their number and order: the k-th new branch
+        of the hunk is its k-th removed one, whose certain origin from elsewhere stays."""
+        if not _BRANCH.match(self.new[j]):
+            return None
+        hunk = next((h for h in self.hunks if h[1] < j < h[3]), None)
+        if hunk is None:
+            return None
+        olds = [i for i in range(hunk[0] + 1, hunk[2]) if _BRANCH.match(self.old[i])]
+        news = [k for k in range(hunk[1] + 1, hunk[3]) if _BRANCH.match(self.new[k]) and k not in self.matched]
+        if len(olds) != len(news) or len(olds) < 2:
+            return None
+        earlier = self.before[olds[news.index(j)]]
+        if earlier is None or not earlier.certain or (earlier.file, earlier.line) == (own.file, own.line):
+            return None
+        return earlier
 
     def attributes(self) -> None:
         """An attribute a TileLang call put on the kernel (``T.use_swizzle``): that call's line."""
@@ -337,19 +413,43 @@ class _Change:
             return
         for _, j in list(self._open()):
             variables = loop_variables(self.new[j])
-            candidates = removed.get(variables[0]) if variables else None
-            if not candidates:
-                continue
-            body = self._certain_body(j)
+            variable = _outermost_fused(variables[0], removed) if variables else None
+            candidates = removed.get(variable) if variable else None
+            body = self._certain_body(j) if candidates else set()
             found = {
                 (o.file, o.line): o
-                for o in candidates
-                if (source := self.source_of(o.file)) and variables[0] in loop_variables(source[o.line - 1] if 0 < o.line <= len(source) else "")
+                for o in candidates or ()
+                if (source := self.source_of(o.file)) and variable in loop_variables(source[o.line - 1] if 0 < o.line <= len(source) else "")
                 and encloses(source, o.line, [line for file, line in body if file == o.file and line != o.line]) and all(file == o.file for file, _ in body)
             }  # fmt: skip
+            if len(found) != 1 and variables:
+                # A loop nest the pass lowered (LowerTileOp partitions a T.Parallel loop into
+                # `for i in T.unroll(4)` and `for vec in T.vectorized(4)`): the loop it removed there.
+                found = self._removed_loop_around(j, removed)
             if len(found) == 1:
                 loop = next(iter(found.values()))
                 self.origins[j] = Origin(loop.file, loop.line, COPY, self.libraries.get(j), loop.columns)
+
+    def _removed_loop_around(self, j: int, removed: dict[str, list[Origin]]) -> dict[tuple[str, int], Origin]:
+        """The loop of the user's, removed in new line j's hunk, that most closely holds everything
+        j's body certainly comes from (none when its body comes from nothing certain)."""
+        hunk = next((h for h in self.hunks if h[1] < j < h[3]), None)
+        body = self._certain_body(j)
+        if hunk is None or not body:
+            return {}
+        best: Origin | None = None
+        for i in range(hunk[0] + 1, hunk[2]):
+            variables = loop_variables(self.old[i])
+            origin = self.before[i]
+            if not variables or origin is None or origin not in removed.get(variables[0], ()):
+                continue
+            source = self.source_of(origin.file)
+            mine = source[origin.line - 1] if source and 0 < origin.line <= len(source) else ""
+            inside = [line for _, line in body if line != origin.line]
+            nearer = best is None or origin.line > best.line
+            if nearer and source and loop_variables(mine) and all(file == origin.file for file, _ in body) and encloses(source, origin.line, inside):
+                best = origin
+        return {(best.file, best.line): best} if best else {}
 
     def _certain_body(self, j: int) -> set[tuple[str, int]]:
         """The places the statements nested in line j certainly come from."""
@@ -369,7 +469,8 @@ class _Change:
         """A loop, branch or block the pass made around one statement's lowering (the boxes of a
         TMA copy) comes from that statement: every line of its body does. So does a new loop whose
         own span names a line of the user's that is no loop (TileLang gives it another's span)."""
-        for j, line in enumerate(self.new):
+        for j in range(len(self.new) - 1, -1, -1):  # inner headers first: an outer one's body holds them
+            line = self.new[j]
             if not line.endswith(":") or not _HEADER.match(line):  # endswith first: this runs on every line
                 continue
             own = self.origins[j]
@@ -399,6 +500,9 @@ class _Change:
             body = _body_origin(self.origins, j, self.depths)
             if body is not None:
                 self.origins[j] = body.known_as("body", self.libraries.get(j))
+            elif from_body and own is not None:
+                # Its body is no longer one statement's (a pass merged two copies' `if elect:` blocks).
+                self.origins[j] = Origin(own.file, own.line, GUESS, own.library, own.columns)
 
     def _copies_a_branch(self, line: str) -> bool:
         """`line` is an ``if`` the same, up to renaming, as one before the pass."""
@@ -406,7 +510,7 @@ class _Change:
         if key is None or key[0] != "if":
             return False
         if self._branches is None:
-            self._branches = {key for old in self.old if (key := copy_key(old)) is not None and key[0] == "if"}
+            self._branches = {old_key for old in self.old if (old_key := copy_key(old)) is not None and old_key[0] == "if"}
         return key in self._branches
 
     def shared_buffers(self) -> None:
@@ -523,3 +627,15 @@ class _Change:
             return None
         file, line = places.pop()
         return Origin(file, line, GUESS)
+
+
+def _outermost_fused(variable: str, loops: dict[str, list[Origin]]) -> str:
+    """The variable a loop stands for: its own, or for a loop the pass fused from a nest
+    (``i_d_fused`` of ``for i`` and ``for d``), the outermost loop's."""
+    if variable in loops or not variable.endswith("_fused"):
+        return variable
+    return next((name for name in loops if variable.startswith(name + "_")), variable)
+
+
+def _at(origin: Origin | None, place: tuple[str, int]) -> bool:
+    return origin is not None and (origin.file, origin.line) == place

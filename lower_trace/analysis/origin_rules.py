@@ -100,7 +100,7 @@ class Origin:
 Origins = list[Origin | None]
 GUESS = "guess"
 COPY = "copy"  # a copy a pass made of a statement (pipelining, unrolling, a guard split per statement)
-FACTS = ("span", "operands", COPY, "call", "body", "allocation", "attribute", "error")
+FACTS = ("span", "operands", COPY, "call", "body", "allocation", "attribute", "let", "error")
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -218,13 +218,30 @@ def attribute_origin(line: str, origins: Origins, source_of: SourceOf) -> Origin
 
 
 @functools.lru_cache(maxsize=64)
+def parsed(source: tuple[str, ...]) -> ast.Module | None:
+    """The user's file as Python's ast (None when it does not parse)."""
+    try:
+        return ast.parse("\n".join(source))
+    except (SyntaxError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=64)
 def _functions(source: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
     """(first line, last line) of every function of the user's file (empty when it does not parse)."""
-    try:
-        tree = ast.parse("\n".join(source))
-    except (SyntaxError, ValueError):
+    tree = parsed(source)
+    if tree is None:
         return ()
     return tuple((node.lineno, node.end_lineno or node.lineno) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef))
+
+
+@functools.lru_cache(maxsize=1024)
+def _only_statement(source: tuple[str, ...], line: int) -> int | None:
+    """The first line of the one statement of the body of the user's loop on `line` (None when the
+    loop has more, or there is no loop there)."""
+    tree = parsed(source)
+    loop = next((node for node in ast.walk(tree) if isinstance(node, ast.For | ast.While) and node.lineno == line), None) if tree else None
+    return loop.body[0].lineno if loop is not None and len(loop.body) == 1 and not loop.orelse else None
 
 
 def _allocation(line: str, near: Origin, source_of: SourceOf) -> Origin | None:
@@ -233,10 +250,14 @@ def _allocation(line: str, near: Origin, source_of: SourceOf) -> Origin | None:
     its own): the user's ``frag = T.alloc_...`` line in near's file nearest near's line (the
     statement it sits in, or the line it was found like)."""
     match = _ALLOCATED.match(line)
-    source = source_of(near.file) if match else None
-    if not match or not source:
+    return allocation_of(match.group(1), near, source_of) if match else None
+
+
+def allocation_of(name: str, near: Origin, source_of: SourceOf) -> Origin | None:
+    """The user's ``name = T.alloc_...`` line in near's file nearest near's line."""
+    source = source_of(near.file)
+    if not source:
         return None
-    name = match.group(1)
     for candidate in dict.fromkeys((name, re.sub(r"_\d+$", "", name))):  # TVM renames a copy A_shared_1
         wanted = re.compile(rf"\s*{re.escape(candidate)}\s*=\s*T\.alloc_")
         found = [number for number in range(1, len(source) + 1) if wanted.match(source[number - 1])]
@@ -371,7 +392,7 @@ def _inside_with(origin: Origin | None, line: str, source_of: SourceOf) -> Origi
 
 def like_body_line(origin: Origin, line: str, source_of: SourceOf) -> Origin | None:
     """The line of the body of the user's block or loop `origin` names that `line` is most like
-    (keeps most of its names): a guess; None when none is."""
+    (keeps most of its names): a guess, unless it is the loop's one statement; None when none is."""
     source = source_of(origin.file) or []
     if not 0 < origin.line <= len(source):
         return None
@@ -388,6 +409,10 @@ def like_body_line(origin: Origin, line: str, source_of: SourceOf) -> Origin | N
         share = len(mine & theirs) / len(theirs) if theirs else 0.0
         if share >= _INSIDE and share > score:
             best, score = Origin(origin.file, number, GUESS, columns=None), share
+    if best is not None and origin.certain and _only_statement(tuple(source), origin.line) == best.line:
+        # The loop's one statement (a multi-line `acc_s[i, j] = T.if_then_else(...)` in a T.Parallel
+        # is spanned to the loop): no other line of the user's it can be.
+        return Origin(origin.file, best.line, "body")
     return best
 
 
@@ -404,7 +429,7 @@ def contained(origin: Origin, line: str) -> Origin:
 
 
 def _names_a_with(origin: Origin, line: str, source_of: SourceOf) -> bool:
-    """A statement's own span names a ``with`` or ``for`` line of the user's, and the statement is
+    """A statement's own span names a ``with``, ``for`` or ``if`` line of the user's, and the statement is
     no block or loop itself: TileLang spans the statements of a ``T.ws`` block to its ``with``, and
     some a pass builds inside a ``T.Parallel`` loop to the loop. A statement in a loop's body comes
     from the body line it computes, never the loop's line."""
@@ -415,6 +440,8 @@ def _names_a_with(origin: Origin, line: str, source_of: SourceOf) -> bool:
         return False
     theirs = source[origin.line - 1]
     if _HEADER.match(line):
+        if _another_loops(line, theirs):
+            return True
         if _BRANCH.match(line):
             # A branch spanned to a loop or block of the user's (a pass rebuilt a pipelined copy of the
             # user's `if` with the loop's span): the loop only contains it.
@@ -422,7 +449,20 @@ def _names_a_with(origin: Origin, line: str, source_of: SourceOf) -> bool:
         # A block TileLang built for one statement of a ``with T.ws(...)`` body (a T.gemm's
         # ``with T.sblock("_gemm_ssr")``) carries the ``with`` line's span too: it is no ``with`` of the user's.
         return line.lstrip().startswith("with T.sblock(") and theirs.lstrip().startswith("with T.ws(")
-    return bool(_SOURCE_BLOCK.match(theirs))
+    # A statement a pass rebuilt inside a user's `if` (the store LegalizeSafeMemoryAccess guards anew)
+    # may carry the `if`'s span: the branch only contains it (unless the user wrote `if c: x = 1`).
+    return bool(_SOURCE_BLOCK.match(theirs) or (_BRANCH.match(theirs) and theirs.split("#")[0].rstrip().endswith(":")))
+
+
+def _another_loops(line: str, theirs: str) -> bool:
+    """A loop spanned to a user's sequential loop of other variables: a pass rebuilt an inner loop
+    (a T.Parallel's ``for i in T.unroll(4)``) with the span of the loop around it (``for bk_i in
+    T.Pipelined``). A T.Parallel's own partitioned, vectorised or fused loops (``for vec``,
+    ``i_j_fused``) are still the user's."""
+    mine, written = loop_variables(line), loop_variables(theirs)
+    if not mine or not written or "T.Parallel(" in theirs:
+        return False
+    return mine[0] not in written and not any(mine[0].startswith(name + "_") for name in written)
 
 
 def _body_origin(origins: Origins, j: int, depths: list[int], certain: bool = False) -> Origin | None:

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lower_trace.analysis.blame import Change, history
+from lower_trace.analysis.generated_lines import place_generated_lines
+from lower_trace.analysis.inlined_lets import place_inlined_lets
 from lower_trace.analysis.origin_carry import carried
 from lower_trace.analysis.origin_rules import GUESS, Origin, Origins, SourceOf, encloses, loop_variables, standalone
 from lower_trace.analysis.text_diff import myers, split_lines
@@ -248,6 +250,8 @@ def _source_origins(
             origin = origins[i] = tir_origins[k]
             if origin is not None and k < len(tir) and len(loop_variables(tir[k])) > 1:
                 origins[i] = _nested_loop(lines[i], tir[k], origin, source_of)
+    place_inlined_lets(lines, origins, tir_lines, tir, source_of)
+    place_generated_lines(lines, origins, source_of)
     result.sources[step.seq] = SourceOrigins(source, origins, tir_lines, tir_text)
 
 

@@ -156,10 +156,11 @@ def test_where_lists_lines_and_passes(marked_trace):
     answer = json.loads(out.stdout)
     assert answer["file"] == HERE
     assert any("tma_load" in line["text"] for line in answer["final_tir"])
-    # The copy's TMA load, and the barrier expectation its lowering puts before it: nothing else.
+    # The copy's TMA load, the barrier expectation its lowering puts before it and the prefetch of
+    # its descriptor: nothing else.
     texts = [line["text"].strip() for line in answer["sources"][0]["lines"]]
     assert any(text.startswith("tl::tma_load(A_desc") for text in texts)
-    assert all(text.startswith(("tl::tma_load(A_desc", "mbarrier[(k % 3)].expect_transaction")) for text in texts), texts
+    assert all(text.startswith(("tl::tma_load(A_desc", "mbarrier[(k % 3)].expect_transaction", "tl::prefetch_tma_descriptor(A_desc)")) for text in texts), texts
     names = [p["name"] for p in answer["passes"]]
     assert "tl.LowerTileOp" in names and "tl.ProducerConsumerWarpSpecialized" in names
     seqs = [p["seq"] for p in answer["passes"]]

@@ -1,6 +1,8 @@
 """The source map where a pass copies a statement: the software pipeliner (2 and 3 stages, with
 scalar statements and a guard in the loop's body), per-statement guards, a loop nest printed as
-one ``T.grid``, and ``T.use_swizzle``'s attribute.
+one ``T.grid``, ``T.use_swizzle``'s attribute, lets TileLang inlines (codegen's ``condval`` blocks),
+a store TileLang guards anew, and the lines a TMA copy adds (shared memory carved for a buffer, the
+descriptor's prefetch, the one-thread ``elect`` around the load).
 
 Ground truth is the kernels' own text (testing/copied_kernels.py's marker comments): each
 generated line is classified by what it does -- it binds ``block`` from ``Blocks``, it tests
@@ -37,6 +39,8 @@ COMPILES = [
     ("loop nest", copied_kernels.loop_nest, SM80, {}),
     ("guarded statements", copied_kernels.guarded_statements, SM80, {}),
     ("two kernels", copied_kernels.two_kernels, SM80, {}),
+    ("inlined lets", copied_kernels.inlined_lets, SM80, {}),
+    ("guarded store", copied_kernels.guarded_store, SM90, {}),
 ]
 PIPELINED = [name for name, *_ in COMPILES if name.startswith("pipelined")]
 
@@ -197,3 +201,57 @@ def test_a_second_kernels_signature_is_no_statement_of_the_first(copies_trace):
     assert signatures == [None, None]
     assert [(mark, certain) for text, mark, certain in lines if re.match(r"\s*B\[", text)] == [("first_store", True)]
     assert [(mark, certain) for text, mark, certain in lines if re.match(r"\s*C\[", text)] == [("second_store", True)]
+
+
+def test_each_inlined_let_is_the_line_that_assigns_it(copies_trace):
+    lines = blamed(copies_trace, "inlined lets")
+    # A condval block is told by the value it takes when its condition holds (the kernel's text).
+    by_value = {r"\(\(\(int\)blockIdx\.x\) \+ 2\);": "let_steps", r"\(\(int\)blockIdx\.x\);": "let_last", r"7;": "let_late", r"\*\(uint4\*\)\(A \+": "let_copy"}
+    seen = []
+    for i, (text, _, _) in enumerate(lines):
+        if not re.match(r"\s*\w+ condval(_\d+)?;", text):
+            continue
+        then = lines[i + 2][0]
+        want = next((name for value, name in by_value.items() if re.search(rf"condval\w* = {value}", then)), None)
+        assert want is not None, then
+        block = [lines[k] for k in range(i, i + 6) if not lines[k][0].strip().startswith("}")]  # decl, if, then, else value
+        assert [(mark, certain) for _, mark, certain in block] == [(want, True)] * len(block), (want, block)
+        seen.append(want)
+    assert sorted(set(seen)) == ["let_copy", "let_last", "let_late", "let_steps"], seen
+    assert [(mark, certain) for text, mark, certain in lines if re.match(r"\s*for \(int s = ", text)] == [("let_loop", True)]
+    assert [(mark, certain) for text, mark, certain in lines if re.match(r"\s*if \(condval\w* != 3\)", text)] == [("let_if", True)]
+
+
+def test_a_store_guarded_anew_is_the_store_and_its_loop_the_users_loop(copies_trace):
+    lines = blamed(copies_trace, "guarded store")
+    stores = [(mark, certain) for text, mark, certain in lines if re.match(r"\s*\*\(uint4\*\)\(Out \+", text)]
+    assert stores == [("gs_store", True)]
+    assert [(mark, certain) for text, mark, certain in lines if re.search(r"< count\)", text)] == [("gs_if", True)]
+    # TileLang's bounds checks of the store's row (0 <= row, row < 1024): the store's, never the user's `if`.
+    checks = [(mark, certain) for text, mark, certain in lines if re.match(r"\s*if \(", text) and "start" in text and "count" not in text]
+    assert len(checks) == 2 and all(mark == "gs_store" for mark, _ in checks), checks
+    loops = [(mark, certain) for text, mark, certain in lines if re.match(r"\s*for \(int i_\d+ = ", text)]
+    assert ("gs_loop", True) in loops and all(mark == "gs_loop" or not certain for mark, certain in loops), loops
+
+
+def test_the_lines_a_tma_copy_adds_are_that_copys(copies_trace):
+    lines = blamed(copies_trace, "pipelined 2 stages, sm_90a TMA")
+    for buffer in ("A", "B"):
+        carved = [(mark, certain) for text, mark, certain in lines if re.match(rf"\s*void\* {buffer}_shared = \(\(void\*\)\(\(char\*\)buf_dyn_shmem", text)]
+        assert carved == [(f"gp_alloc_{buffer.lower()}", True)], carved
+        prefetch = [(mark, certain) for text, mark, certain in lines if f"prefetch_tma_descriptor({buffer}_desc)" in text]
+        assert prefetch and all(mark == f"gp_copy_{buffer.lower()}" for mark, _ in prefetch), prefetch
+    blocks = brace_blocks(lines)
+    elected = {}  # each one-thread guard, with the buffers whose TMA loads it holds
+    for i, (text, _, _) in enumerate(lines):
+        for b in blocks[i]:
+            if "tl_shuffle_elect" in lines[b][0]:
+                loads = re.findall(r"tma_load\((\w)_desc", text)
+                elected.setdefault(b, set()).update(loads)
+    assert any(elected.values()), elected
+    for b, loads in elected.items():
+        mark, certain = lines[b][1], lines[b][2]
+        if len(loads) == 1:  # the one copy it issues
+            assert mark == f"gp_copy_{next(iter(loads)).lower()}", (lines[b][0], mark, loads)
+        elif loads:  # one thread issues both copies' loads: neither copy's for certain
+            assert not certain, (lines[b][0], mark, loads)

@@ -19,6 +19,7 @@ const LTOrigins = (() => {
     operands: "the tile op whose buffers it uses",
     copy: "a copy a pass made of the statement (pipelining, unrolling, a guard per statement)",
     attribute: "the call that put the attribute on the kernel",
+    let: "the assignment TileLang inlined into the statement printed here",
     call: "the call of TileLang's own code",
     body: "the loop or branch built around its lowering",
     allocation: "the buffer's allocation",

@@ -235,7 +235,7 @@
  * statement's own span), "operands" (the tile op whose buffers it uses), "copy" (a copy a pass made
  * of that statement), "call" (TileLang's own code called from that line), "body" (a loop or branch
  * built around its lowering), "allocation", "attribute" (the call that put an attribute on the
- * kernel), "error" -- facts -- or "guess" (inferred from where the line sits in a diff; older traces: "inherited").
+ * kernel), "let" (the assignment TileLang inlined where codegen prints it), "error" -- facts -- or "guess" (inferred from where the line sits in a diff; older traces: "inherited").
  * @typedef {Object} LTOriginsData
  * @property {string[]} files
  * @property {Array<[number, number]>} places
