@@ -17,7 +17,9 @@ calls is expanded in place, on the caller's line, as TileLang's parser does.
 from __future__ import annotations
 
 import ast
+import functools
 import re
+from dataclasses import dataclass
 
 from lower_trace.analysis.origin_rules import GUESS, Origin, Origins, SourceOf, parsed
 
@@ -68,22 +70,20 @@ def place_inlined_lets(lines: list[str], origins: Origins, tir_lines: list[int],
                     origins[i] = origin
 
 
-def if_then_else_lines(source: tuple[str, ...], line: int, tir_line: str) -> list[int] | None:
+@functools.lru_cache(maxsize=256)
+def if_then_else_lines(source: tuple[str, ...], line: int, tir_line: str) -> tuple[int, ...] | None:
     """The line of each ``T.if_then_else`` the statement on ``line`` prints, in the printer's order:
     its own on ``line``, those of a name it reads on the line that assigns the name (when the name
     is gone from the TIR statement, i.e. inlined). None when the file does not parse there."""
-    tree = parsed(source)
-    if tree is None:
+    index = _index(source)
+    if index is None or line not in index.statements:
         return None
-    statement = next((node for node in ast.walk(tree) if isinstance(node, ast.stmt) and node.lineno == line), None)
-    if statement is None:
-        return None
-    functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
-    inside = [f for f in functions if f.lineno <= line <= (f.end_lineno or f.lineno)]
+    statement = index.statements[line]
+    inside = [f for f in index.functions if f.lineno <= line <= (f.end_lineno or f.lineno)]
     if not inside:
         return None
     kernel = min(inside, key=lambda f: (f.end_lineno or f.lineno) - f.lineno)
-    helpers = {f.name: f for f in functions if f is not kernel}
+    helpers = {f.name: f for f in index.functions if f is not kernel}
     present = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", re.sub(r"_\d+\b", "", tir_line)))
     opened: list[int] = []
 
@@ -104,7 +104,7 @@ def if_then_else_lines(source: tuple[str, ...], line: int, tir_line: str) -> lis
             helper = helpers[node.func.id]
             inner = {param.arg: (arg, here, scope) for param, arg in zip(helper.args.args, node.args, strict=False)}
             inner.update({k.arg: (k.value, here, scope) for k in node.keywords if k.arg})
-            inner.update({name: (value, here, inner) for name, (value, _) in _single_assignments(helper, present).items()})
+            inner.update({name: (value, here, inner) for name, (value, _) in index.assigned[helper.lineno].items() if name not in present})
             returned = [s.value for s in helper.body if isinstance(s, ast.Return) and s.value is not None]
             for value in returned[-1:]:
                 walk(value, here, inner, depth + 1)
@@ -113,16 +113,41 @@ def if_then_else_lines(source: tuple[str, ...], line: int, tir_line: str) -> lis
             walk(child, here, scope, depth + 1)
 
     scope: dict[str, tuple[ast.expr, int, dict]] = {}
-    for name, (value, at) in _single_assignments(kernel, present).items():
-        scope[name] = (value, at, scope)
+    for name, (value, at) in index.assigned[kernel.lineno].items():
+        if name not in present:
+            scope[name] = (value, at, scope)
     for part in _expressions(statement):
         walk(part, line, scope, 0)
-    return opened
+    return tuple(opened)
 
 
-def _single_assignments(function: ast.FunctionDef | ast.AsyncFunctionDef, present: set[str]) -> dict[str, tuple[ast.expr, int]]:
-    """name -> (value, line) of every name the function assigns exactly once and the TIR statement
-    no longer names (TileLang inlined it)."""
+@dataclass(frozen=True)
+class _Index:
+    """What the walk reads of the user's file, found once per file."""
+
+    statements: dict[int, ast.stmt]  # line -> the outermost statement that starts there
+    functions: list[ast.FunctionDef | ast.AsyncFunctionDef]
+    assigned: dict[int, dict[str, tuple[ast.expr, int]]]  # function's line -> its single assignments
+
+
+@functools.lru_cache(maxsize=64)
+def _index(source: tuple[str, ...]) -> _Index | None:
+    tree = parsed(source)
+    if tree is None:
+        return None
+    statements: dict[int, ast.stmt] = {}
+    functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    for node in ast.walk(tree):  # breadth first: an outer statement before one nested on its line
+        if isinstance(node, ast.stmt):
+            statements.setdefault(node.lineno, node)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            functions.append(node)
+    return _Index(statements, functions, {f.lineno: _single_assignments(f) for f in functions})
+
+
+def _single_assignments(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, tuple[ast.expr, int]]:
+    """name -> (value, line) of every name the function assigns exactly once (those the TIR
+    statement no longer names are the ones TileLang inlined)."""
     found: dict[str, list[tuple[ast.expr, int]]] = {}
     for node in ast.walk(function):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -134,7 +159,7 @@ def _single_assignments(function: ast.FunctionDef | ast.AsyncFunctionDef, presen
                 found.setdefault(node.target.id, []).append((node.value, node.lineno))  # no single value
             continue
         found.setdefault(name, []).append((value, node.lineno))
-    return {name: values[0] for name, values in found.items() if len(values) == 1 and name not in present}
+    return {name: values[0] for name, values in found.items() if len(values) == 1}
 
 
 def _expressions(statement: ast.stmt) -> list[ast.AST]:

@@ -6,6 +6,7 @@ A phase only fills lines no earlier phase filled, so a guess never overrides a f
 
 from __future__ import annotations
 
+import collections
 import itertools
 import re
 
@@ -95,9 +96,12 @@ class _Change:
         are compared without their indentation, when that keeps far more of them."""
         pairs = myers(self.old, self.new)
         if len(pairs) < len(self.new) // 2:
-            unindented = myers([line.strip() for line in self.old], [line.strip() for line in self.new])
-            if len(unindented) > 2 * len(pairs):
-                return unindented
+            old, new = [line.strip() for line in self.old], [line.strip() for line in self.new]
+            # Only a body moved as it is: most lines the same but for indentation (and the diff cheap).
+            if sum((collections.Counter(old) & collections.Counter(new)).values()) >= 0.5 * len(new):
+                unindented = myers(old, new)
+                if len(unindented) > 2 * len(pairs):
+                    return unindented
         return pairs
 
     def _moved_by_spans(self, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
