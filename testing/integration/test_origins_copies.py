@@ -21,6 +21,7 @@ pytest.importorskip("tilelang.instrumentation")  # 0.1.15: spans on statements
 
 import copied_kernels  # noqa: E402
 import lower_trace  # noqa: E402
+from copies_truth import brace_blocks, guarded_store_problems, lets_problems, pipelined_problems, truth_of_pipelined  # noqa: E402
 from marked_kernels import markers  # noqa: E402
 from support import lower_trace_cli  # noqa: E402
 
@@ -74,64 +75,10 @@ def blamed(run_dir, name):
     return found
 
 
-def brace_blocks(lines):
-    """Per line, the texts of the lines of each brace block it is in, innermost first."""
-    stack, inside = [], []
-    for i, (text, _, _) in enumerate(lines):
-        inside.append(list(stack))
-        if text.rstrip().endswith("{"):
-            stack.append(i)
-        elif text.strip().startswith("}") and stack:
-            stack.pop()
-            if text.rstrip().endswith("{"):  # } else {
-                stack.append(i)
-    return inside
-
-
-def truth_of_pipelined(lines):
-    """The marker each generated line of a guarded pipeline must map to, decided from its text alone
-    (None: a line no statement of the kernel names, such as a barrier)."""
-    expected = []
-    blocks = brace_blocks(lines)
-    for i, (text, _, _) in enumerate(lines):
-        code = text.strip()
-        block_texts = [lines[b][0] for b in blocks[i]]
-        if re.match(r"int block\w* = Blocks\[", code):
-            expected.append("gp_block")
-        elif re.match(r"if \(0 <= block\w*\) \{", code):
-            expected.append("gp_guard")
-        elif re.match(r"for \(int k(?:_\d+)? = ", code):
-            expected.append("gp_loop")
-        elif re.search(r"tma_load\(A_desc|\(\(half_t\*\)A_shared\) \+ .* = |cp_async_gs<\d+>\(\(&\(\(\(half_t\*\)A_shared\)", code):
-            expected.append("gp_copy_a")
-        elif re.search(r"tma_load\(B_desc|\(\(half_t\*\)B_shared\) \+ .* = |cp_async_gs<\d+>\(\(&\(\(\(half_t\*\)B_shared\)", code):
-            expected.append("gp_copy_b")
-        elif re.search(r"condval\w* = \*\(uint4\*\)\(A \+", code):
-            expected.append("gp_copy_a")
-        elif re.search(r"condval\w* = \*\(uint4\*\)\(B \+", code):
-            expected.append("gp_copy_b")
-        elif re.search(r"ptx_ldmatrix|mma_sync|wgmma_|initialize_wgmma_descriptor|half_t [AB]_local", code):
-            expected.append("gp_gemm")
-        elif re.search(r"\*\(float2\*\)\(C \+", code):
-            expected.append("gp_store")
-        elif re.match(r"if \(\(block\w* < 16\)\) \{", code) and any("A_shared" in t or "A +" in t for t in [*block_texts[:1], lines[i + 1][0]]):
-            expected.append("gp_copy_a" if "A +" in lines[i + 1][0] else "gp_copy_b")
-        else:
-            expected.append(None)
-    return expected
-
-
 @pytest.mark.parametrize("name", PIPELINED)
 def test_every_pipelined_copy_keeps_its_line(copies_trace, name):
-    lines = blamed(copies_trace, name)
-    expected = truth_of_pipelined(lines)
-    checked = [(text.strip()[:70], want, mark, certain) for (text, mark, certain), want in zip(lines, expected, strict=True) if want]
-    counts = {want: sum(1 for _, w, _, _ in checked if w == want) for want in ("gp_block", "gp_guard", "gp_copy_a", "gp_copy_b", "gp_gemm")}
-    assert counts["gp_block"] >= 2 and counts["gp_guard"] >= 2, counts  # the pipeliner copied the scalar and the guard
-    wrong = [(text, want, mark) for text, want, mark, _ in checked if mark != want]
-    assert not wrong, wrong
-    guessed = [(text, want) for text, want, _, certain in checked if not certain]
-    assert not guessed, guessed
+    problems = pipelined_problems(blamed(copies_trace, name))
+    assert not problems, problems
 
 
 def test_where_on_a_pipelined_statement_lists_all_its_copies_and_none_of_its_neighbours(copies_trace):
@@ -204,34 +151,13 @@ def test_a_second_kernels_signature_is_no_statement_of_the_first(copies_trace):
 
 
 def test_each_inlined_let_is_the_line_that_assigns_it(copies_trace):
-    lines = blamed(copies_trace, "inlined lets")
-    # A condval block is told by the value it takes when its condition holds (the kernel's text).
-    by_value = {r"\(\(\(int\)blockIdx\.x\) \+ 2\);": "let_steps", r"\(\(int\)blockIdx\.x\);": "let_last", r"7;": "let_late", r"\*\(uint4\*\)\(A \+": "let_copy"}
-    seen = []
-    for i, (text, _, _) in enumerate(lines):
-        if not re.match(r"\s*\w+ condval(_\d+)?;", text):
-            continue
-        then = lines[i + 2][0]
-        want = next((name for value, name in by_value.items() if re.search(rf"condval\w* = {value}", then)), None)
-        assert want is not None, then
-        block = [lines[k] for k in range(i, i + 6) if not lines[k][0].strip().startswith("}")]  # decl, if, then, else value
-        assert [(mark, certain) for _, mark, certain in block] == [(want, True)] * len(block), (want, block)
-        seen.append(want)
-    assert sorted(set(seen)) == ["let_copy", "let_last", "let_late", "let_steps"], seen
-    assert [(mark, certain) for text, mark, certain in lines if re.match(r"\s*for \(int s = ", text)] == [("let_loop", True)]
-    assert [(mark, certain) for text, mark, certain in lines if re.match(r"\s*if \(condval\w* != 3\)", text)] == [("let_if", True)]
+    problems = lets_problems(blamed(copies_trace, "inlined lets"))
+    assert not problems, problems
 
 
 def test_a_store_guarded_anew_is_the_store_and_its_loop_the_users_loop(copies_trace):
-    lines = blamed(copies_trace, "guarded store")
-    stores = [(mark, certain) for text, mark, certain in lines if re.match(r"\s*\*\(uint4\*\)\(Out \+", text)]
-    assert stores == [("gs_store", True)]
-    assert [(mark, certain) for text, mark, certain in lines if re.search(r"< count\)", text)] == [("gs_if", True)]
-    # TileLang's bounds checks of the store's row (0 <= row, row < 1024): the store's, never the user's `if`.
-    checks = [(mark, certain) for text, mark, certain in lines if re.match(r"\s*if \(", text) and "start" in text and "count" not in text]
-    assert len(checks) == 2 and all(mark == "gs_store" for mark, _ in checks), checks
-    loops = [(mark, certain) for text, mark, certain in lines if re.match(r"\s*for \(int i_\d+ = ", text)]
-    assert ("gs_loop", True) in loops and all(mark == "gs_loop" or not certain for mark, certain in loops), loops
+    problems = guarded_store_problems(blamed(copies_trace, "guarded store"))
+    assert not problems, problems
 
 
 def test_the_lines_a_tma_copy_adds_are_that_copys(copies_trace):
