@@ -4,7 +4,7 @@ The session follows the compiler's events (passes started and finished, codegen,
 the compile) and turns them into records and snapshots for its run (sink.TraceSink). It is
 put together from small parts: the snapshot decision (snapshots.py), the pass records
 (passes.py), what a failure leaves (failures.py); the compiler itself is reached only through
-the integration's :class:`~lower_trace.capture.ports.IRAdapter`. Nothing is diffed or rendered
+the integration's :class:`~lower_trace.capture.ir_adapter.IRAdapter`. Nothing is diffed or rendered
 per pass; everything the session holds is released when the compile ends.
 """
 

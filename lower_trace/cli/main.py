@@ -1,5 +1,6 @@
 """The ``lower-trace`` command: the parser assembled from each command family's module
-(run_script, traces, edits, answers, rerun, bisect_command), and the one-line errors."""
+(run_script, traces, edits, answers, where_command, rerun, bisect_command, device_command,
+reduce_command, regress_command), and the one-line errors."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 // @ts-check
 // Types only, for the checker (jsconfig.json): the JSON Python writes into a page, as the page
 // reads it. Never inlined into a page (page.py's and compare_page.py's SCRIPTS leave it out).
-// Records go through model.to_json, which leaves out every field at its default: those are the
+// Records go through model_json.to_json, which leaves out every field at its default: those are the
 // optional ones below. Keep each typedef next to the Python it names when that Python changes.
 
 /**

@@ -130,7 +130,7 @@ const LTText = (() => {
   /** @type {(event: Event, selector: string) => HTMLElement|SVGElement|null} */
   const closest = (event, selector) => (event.target instanceof Element ? event.target.closest(selector) : null);
 
-  // "1 kernel", "2 kernels", "1 pass", "3 passes": as render/terminal.py's plural.
+  // "1 kernel", "2 kernels", "1 pass", "3 passes": as text_safety.py's plural.
   /** @type {(n: number, one: string, many?: string) => string} */
   const plural = (n, one, many) => `${n} ${n === 1 ? one : many || one + "s"}`;
 

@@ -53,7 +53,7 @@ const LTTiming = (() => {
    */
   function kernelChart(kernel, open, order = "run", room = 900, onOrder = () => {}) {
     const box = el("section", "timing");
-    // Fields at their default are left out of the payload (model.to_json): a 0 ms step has no "ms".
+    // Fields at their default are left out of the payload (model_json.to_json): a 0 ms step has no "ms".
     const steps = kernel.steps.map((s) => ({ ...s, ms: s.ms || 0, self: s.self || 0, at: s.at || 0 }));
     const top = steps.filter((s) => isCodegen(s) || !s.depth);
     const passMs = top.filter((s) => !isCodegen(s)).reduce((sum, s) => sum + (s.ms || 0), 0);
