@@ -11,42 +11,42 @@ import itertools
 import re
 
 from lower_trace.analysis.origin_rules import (
-    _BRANCH,
-    _FAR,
-    _HEADER,
-    _SIMILAR,
+    BRANCH,
     COPY,
+    FAR,
     GUESS,
+    HEADER,
+    SIMILAR,
     Origin,
     Origins,
     SourceOf,
     Spans,
-    _allocation,
-    _body_origin,
-    _call_site,
-    _depths,
-    _descends,
-    _enclosing,
-    _loop_head,
-    _names_a_with,
-    _no_source,
-    _not_a_header,
-    _own,
-    _statements_between,
-    _tokens,
+    allocation_line,
     attribute_origin,
+    body_origin,
+    call_site,
     contained,
+    descends_from,
     direct_statement,
     encloses,
+    enclosing_origin,
+    indent_depths,
     like_body_line,
+    loop_head,
     loop_variables,
+    name_tokens,
     names_a_block,
+    names_a_with,
+    no_source,
+    not_a_header,
+    own_span,
+    statements_between,
 )
 from lower_trace.analysis.statements import Statement, copy_key, likeness, statement
 from lower_trace.analysis.text_diff import myers, split_lines
 
 
-def carried(before: str, before_origins: Origins, after: str, spans: Spans, source_of: SourceOf = _no_source) -> Origins:
+def carried(before: str, before_origins: Origins, after: str, spans: Spans, source_of: SourceOf = no_source) -> Origins:
     """The origins of `after`, made by one pass from `before` (see origin_rules' docstring)."""
     change = _Change(before, before_origins, after, spans, source_of)
     change.own_spans_and_kept_lines()
@@ -129,7 +129,7 @@ class _Change:
     @property
     def depths(self) -> list[int]:
         if not self._depths:
-            self._depths.extend(_depths(self.new))
+            self._depths.extend(indent_depths(self.new))
         return self._depths
 
     def _open(self):
@@ -143,8 +143,8 @@ class _Change:
 
     def own_spans_and_kept_lines(self) -> None:
         for j, line in enumerate(self.new):
-            own, library = _own(self.spans, j)
-            if own is not None and (_names_a_with(own, line, self.source_of) or self._guard_of_another_condition(j, own)):
+            own, library = own_span(self.spans, j)
+            if own is not None and (names_a_with(own, line, self.source_of) or self._guard_of_another_condition(j, own)):
                 self.vague[j], own = own, None
             elif own is not None and j not in self.matched and (earlier := self._same_rank_branch(j, own)) is not None:
                 own = earlier
@@ -161,12 +161,12 @@ class _Change:
         the store it guards) carries that ``if``'s span, with a condition of its own: it is no copy of
         the user's branch when that branch is still there, or when it was already told apart before
         (an old branch of its condition came from elsewhere)."""
-        if not _BRANCH.match(self.new[j]) or (key := copy_key(self.new[j])) is None:
+        if not BRANCH.match(self.new[j]) or (key := copy_key(self.new[j])) is None:
             return False
         if self._old_branches is None:
             self._old_branches = []
             for i, old in enumerate(self.old):
-                if _BRANCH.match(old) and (old_key := copy_key(old)) and (origin := self.before[i]) is not None:
+                if BRANCH.match(old) and (old_key := copy_key(old)) and (origin := self.before[i]) is not None:
                     self._old_branches.append((i, old_key, origin))
         here = [(i, other) for i, other, origin in self._old_branches if (origin.file, origin.line) == (own.file, own.line)]
         if not here or any(other == key for _, other in here):
@@ -179,13 +179,13 @@ class _Change:
         """A pass that rewrote a nest of branches (Simplify on a user's ``if`` and the bounds checks
         added inside it, all spanned to the ``if``) keeps their number and order: the k-th new branch
         of the hunk is its k-th removed one, whose certain origin from elsewhere stays."""
-        if not _BRANCH.match(self.new[j]):
+        if not BRANCH.match(self.new[j]):
             return None
         hunk = next((h for h in self.hunks if h[1] < j < h[3]), None)
         if hunk is None:
             return None
-        olds = [i for i in range(hunk[0] + 1, hunk[2]) if _BRANCH.match(self.old[i])]
-        news = [k for k in range(hunk[1] + 1, hunk[3]) if _BRANCH.match(self.new[k]) and k not in self.matched]
+        olds = [i for i in range(hunk[0] + 1, hunk[2]) if BRANCH.match(self.old[i])]
+        news = [k for k in range(hunk[1] + 1, hunk[3]) if BRANCH.match(self.new[k]) and k not in self.matched]
         if len(olds) != len(news) or len(olds) < 2:
             return None
         earlier = self.before[olds[news.index(j)]]
@@ -309,7 +309,7 @@ class _Change:
         facts = statement(line)
         if facts.op:
             return facts.key if facts.buffers or facts.op not in ("store",) else None
-        return ("header", line.strip()) if _HEADER.match(line) else None
+        return ("header", line.strip()) if HEADER.match(line) else None
 
     def library_statements(self) -> None:
         """TileLang's own code: the user's statement whose block it sits in, else the user's line
@@ -319,18 +319,18 @@ class _Change:
             library = self.libraries.get(j)
             if library is None:
                 block = self._new_block(j)
-                if block is not None and not _HEADER.match(self.new[j]):
+                if block is not None and not HEADER.match(self.new[j]):
                     self.origins[j] = block.known_as("call")
                 continue
             if self._in_open_block(j):
                 continue  # the block it sits in is undecided yet (spanned only to a user's `with`): decided with it
-            inside = _enclosing(self.new, self.origins, j, self.depths)
+            inside = enclosing_origin(self.new, self.origins, j, self.depths)
             # What TileLang's code built in a loop, branch or block of the user's only sits there: a guess.
             how = GUESS if inside is not None and names_a_block(inside, self.source_of) else "call"
-            if inside is not None and inside.certain and not _HEADER.match(self.new[j]) and self._in_expansion(j):
+            if inside is not None and inside.certain and not HEADER.match(self.new[j]) and self._in_expansion(j):
                 self.origins[j] = inside.known_as(how, library)
                 continue
-            call = _call_site(self.new, self.origins, j, self.libraries, self.source_of)
+            call = call_site(self.new, self.origins, j, self.libraries, self.source_of)
             if call is None and inside is not None and how == GUESS:
                 call = self._call_in_block(j, inside, library)
             if call is not None:
@@ -360,7 +360,7 @@ class _Change:
         before, after = neighbour(-1), neighbour(1)
         if before is None and after is None:
             return None
-        candidates = [n for n in _statements_between(source, before, after) if encloses(source, block.line, [n])]
+        candidates = [n for n in statements_between(source, before, after) if encloses(source, block.line, [n])]
         return Origin(block.file, candidates[0], "call", library) if len(candidates) == 1 else None
 
     def _new_block(self, j: int) -> Origin | None:
@@ -475,12 +475,12 @@ class _Change:
         own span names a line of the user's that is no loop (TileLang gives it another's span)."""
         for j in range(len(self.new) - 1, -1, -1):  # inner headers first: an outer one's body holds them
             line = self.new[j]
-            if not line.endswith(":") or not _HEADER.match(line):  # endswith first: this runs on every line
+            if not line.endswith(":") or not HEADER.match(line):  # endswith first: this runs on every line
                 continue
             own = self.origins[j]
             if (own is None or not own.certain) and self._copies_a_branch(line):
                 continue  # a copy of a branch of the user's (the copies phase found it from several places): not built around its body
-            wrong_span = own is not None and own.how == "span" and _not_a_header(own, self.source_of)
+            wrong_span = own is not None and own.how == "span" and not_a_header(own, self.source_of)
             # A loop whose origin came from its body takes its body's again: the diff may have paired it
             # with an identical loop elsewhere (two TMA copies' `for i in T.unroll(4):`).
             from_body = own is not None and own.how == "body"
@@ -492,16 +492,16 @@ class _Change:
                     # TMA boxes and reductions, reordered) whose body certainly is another statement's
                     # lowering: that statement's. Its own span, or a loop or block of the user's, stays.
                     if own.how != "span" and not names_a_block(own, self.source_of):
-                        body = _body_origin(self.origins, j, self.depths, certain=True)
+                        body = body_origin(self.origins, j, self.depths, certain=True)
                         if body is not None and (body.file, body.line) != (own.file, own.line):
                             self.origins[j] = body.known_as("body", self.libraries.get(j))
                     continue
                 # A guessed header over statements all certainly from one line (`if elect:` around a copy's expect and load)
-                body = _body_origin(self.origins, j, self.depths, certain=True)
+                body = body_origin(self.origins, j, self.depths, certain=True)
                 if body is not None:
                     self.origins[j] = body.known_as("body", self.libraries.get(j))
                 continue
-            body = _body_origin(self.origins, j, self.depths)
+            body = body_origin(self.origins, j, self.depths)
             if body is not None:
                 self.origins[j] = body.known_as("body", self.libraries.get(j))
             elif from_body and own is not None:
@@ -542,7 +542,7 @@ class _Change:
                 if any(score is not None and score > top for score in elsewhere):
                     self.origins[j] = Origin(origin.file, origin.line, GUESS, self.libraries.get(j))
                     continue
-                self.origins[j] = _allocation(self.new[j], origin, self.source_of) or origin.known_as("operands", self.libraries.get(j))
+                self.origins[j] = allocation_line(self.new[j], origin, self.source_of) or origin.known_as("operands", self.libraries.get(j))
 
     def _sharing(self, facts: Statement, i: int, j: int, but: set[tuple[str, int]] | None = None) -> tuple[int, bool] | None:
         """How much removed line i's statement shares with new line j's (`facts`): (buffers in common,
@@ -572,24 +572,25 @@ class _Change:
         removed_by_text: dict[str, list[int]] = {}
         for i in self.removed:
             removed_by_text.setdefault(self.old[i].strip(), []).append(i)
-            head = _loop_head(self.old[i])
+            head = loop_head(self.old[i])
             if head:
                 removed_by_text.setdefault(head, []).append(i)
-        everywhere = [(i, _tokens(self.old[i])) for i in self.removed]
+        everywhere = [(i, name_tokens(self.old[i])) for i in self.removed]
         taken: dict[str, int] = {}
         for (i0, j0, i1, _), j in list(self._open()):
-            removed_tokens = [(i, _tokens(self.old[i])) for i in range(i0 + 1, i1) if self.before[i] is not None]
+            removed_tokens = [(i, name_tokens(self.old[i])) for i in range(i0 + 1, i1) if self.before[i] is not None]
             near = i0 + (j - j0)  # where in the old text this line would be, had nothing moved
-            found, score = _descends(
-                self.new[j], removed_by_text, removed_tokens, self.before, _SIMILAR, near, loop_heads=j not in self.libraries, taken=taken,
+            found, score = descends_from(
+                self.new[j], removed_by_text, removed_tokens, self.before, SIMILAR, near, loop_heads=j not in self.libraries, taken=taken,
                 old_lines=self.old,
             )  # fmt: skip
             if score[1] < 1.0 and i1 - i0 > 1:  # (a pure insertion is no statement moved from afar)
-                far, far_score = _descends(self.new[j], {}, everywhere, self.before, _FAR, near, overall_first=True)
+                far, far_score = descends_from(self.new[j], {}, everywhere, self.before, FAR, near, overall_first=True)
                 if far is not None and far_score[1] > score[1]:
                     found = far
             if found is not None:
-                self.origins[j] = _allocation(self.new[j], found, self.source_of) or Origin(found.file, found.line, GUESS, self.libraries.get(j), found.columns)
+                guess = Origin(found.file, found.line, GUESS, self.libraries.get(j), found.columns)
+                self.origins[j] = allocation_line(self.new[j], found, self.source_of) or guess
 
     def spans_naming_a_with(self) -> None:
         """A statement spanned to a user's block or loop line that nothing before placed: the body
@@ -608,13 +609,13 @@ class _Change:
         for (i0, _, i1, _), j in list(self._open()):
             if not (self.new[j].strip() or j in self.libraries):
                 continue
-            found = _enclosing(self.new, self.origins, j, self.depths)
-            if found is not None and not _not_a_header(found, self.source_of):
+            found = enclosing_origin(self.new, self.origins, j, self.depths)
+            if found is not None and not not_a_header(found, self.source_of):
                 found = self._body_line(j, found) or found
             if found is None:
                 found = next((self.before[i] for i in range(i0 + 1, i1) if self.before[i] is not None), None)
             if found is not None:
-                self.origins[j] = _allocation(self.new[j], found, self.source_of) or Origin(found.file, found.line, GUESS, self.libraries.get(j))
+                self.origins[j] = allocation_line(self.new[j], found, self.source_of) or Origin(found.file, found.line, GUESS, self.libraries.get(j))
 
     def _body_line(self, j: int, loop: Origin) -> Origin | None:
         """The one line of the user's loop body that the other statements of j's block come from."""

@@ -61,14 +61,14 @@ from lower_trace.analysis.text_diff import split_lines
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
 _COMMON = frozenset({"T", "in", "for", "if", "else", "with", "as", "and", "or", "not", "0", "1", "2"})
 _LOOP = re.compile(r"\s*for ([A-Za-z_][A-Za-z0-9_]*) in ")
-_SIMILAR = 0.4  # the share of a removed line's names a new line keeps, above which it descends from it
-_FAR = 0.6  # the same, for a removed line outside the hunk
+SIMILAR = 0.4  # the share of a removed line's names a new line keeps, above which it descends from it
+FAR = 0.6  # the same, for a removed line outside the hunk
 _RENAMED = (0.8, 0.0)  # a library line at least this like a removed one is that line, renamed (not a new expansion)
 _ALLOCATED = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)(?:: T\.handle\([^)]*\))? = T\.(?:sblock_alloc_buffer|alloc_buffer|decl_buffer|handle_add_byte_offset)\(")
-_HEADER = re.compile(r"\s*(?:for|while|if|with) .*:\s*$")  # an IR line with a body
+HEADER = re.compile(r"\s*(?:for|while|if|with) .*:\s*$")  # an IR line with a body
 _SOURCE_HEADER = re.compile(r"\s*(?:for|while|if|elif|else|with)\b")
 _SOURCE_BLOCK = re.compile(r"\s*(?:with|for)\b")  # a user's line with a body
-_BRANCH = re.compile(r"\s*(?:if|elif|while) ")
+BRANCH = re.compile(r"\s*(?:if|elif|while) ")
 _RENAMED_COPY = re.compile(r"_\d+$")
 _INSIDE = 0.5  # the share of a with-block's body line's names a statement spanned to the with keeps, to be that line
 
@@ -104,7 +104,7 @@ FACTS = ("span", "operands", COPY, "call", "body", "allocation", "attribute", "l
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _tokens(line: str) -> frozenset[str]:
+def name_tokens(line: str) -> frozenset[str]:
     """A line's names and numbers (cached: consecutive snapshots share most of their lines)."""
     return frozenset(_TOKEN.findall(line)) - _COMMON
 
@@ -113,7 +113,7 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
-def _own(spans: Spans, i: int) -> tuple[Origin | None, tuple[str, int] | None]:
+def own_span(spans: Spans, i: int) -> tuple[Origin | None, tuple[str, int] | None]:
     span = spans.get(i)
     if span is None:
         return None, None
@@ -123,14 +123,14 @@ def _own(spans: Spans, i: int) -> tuple[Origin | None, tuple[str, int] | None]:
     return Origin(file, line, "span", columns=columns), None
 
 
-def _depths(lines: list[str]) -> list[int]:
+def indent_depths(lines: list[str]) -> list[int]:
     """Each line's indentation; -1 for a blank line (it encloses nothing)."""
     return [len(line) - len(line.lstrip(" ")) if line.strip() else -1 for line in lines]
 
 
-def _enclosing(lines: list[str], origins: Origins, i: int, depths: list[int] | None = None) -> Origin | None:
+def enclosing_origin(lines: list[str], origins: Origins, i: int, depths: list[int] | None = None) -> Origin | None:
     """The origin of the nearest line above i that is less indented (the statement i sits in)."""
-    depths = depths if depths is not None else _depths(lines)
+    depths = depths if depths is not None else indent_depths(lines)
     depth = _indent(lines[i])
     for k in range(i - 1, -1, -1):
         if 0 <= depths[k] < depth:
@@ -144,34 +144,34 @@ SourceOf = Callable[[str], "list[str] | None"]  # a user's file's lines as trace
 Spans = dict[int, tuple[str, int, bool, tuple[int, int] | None]]  # a text's stored spans by 0-based line (origins.parse_spans)
 
 
-def _no_source(_file: str) -> list[str] | None:
+def no_source(_file: str) -> list[str] | None:
     return None
 
 
-def standalone(text: str, spans: Spans, source_of: SourceOf = _no_source) -> Origins:
+def standalone(text: str, spans: Spans, source_of: SourceOf = no_source) -> Origins:
     """A text's origins from its own spans alone (the kernel's input; a text outside the history)."""
     lines = split_lines(text)
     origins: Origins = [None] * len(lines)
     libraries: dict[int, tuple[str, int]] = {}
     for i in range(len(lines)):
-        origins[i], library = _own(spans, i)
+        origins[i], library = own_span(spans, i)
         origins[i] = _inside_with(origins[i], lines[i], source_of)
         if library is not None:
             libraries[i] = library
     for i in range(len(lines)):
         if origins[i] is None and i in libraries:
-            origins[i] = _call_site(lines, origins, i, libraries, source_of)
+            origins[i] = call_site(lines, origins, i, libraries, source_of)
     for i in range(len(lines)):
         if origins[i] is None and "T.attr(" in lines[i]:
             origins[i] = attribute_origin(lines[i], origins, source_of)
-    depths = _depths(lines)
+    depths = indent_depths(lines)
     for i in range(len(lines)):
         if origins[i] is None and (i in libraries or lines[i].strip()):
-            found = _enclosing(lines, origins, i, depths)
+            found = enclosing_origin(lines, origins, i, depths)
             if found is not None:
                 # TileLang's code in the user's statement; in their loop or block, it only sits there
                 how = "call" if i in libraries and found.certain and not names_a_block(found, source_of) else GUESS
-                origins[i] = _allocation(lines[i], found, source_of) or Origin(found.file, found.line, how, libraries.get(i))
+                origins[i] = allocation_line(lines[i], found, source_of) or Origin(found.file, found.line, how, libraries.get(i))
     return origins
 
 
@@ -244,7 +244,7 @@ def _only_statement(source: tuple[str, ...], line: int) -> int | None:
     return loop.body[0].lineno if loop is not None and len(loop.body) == 1 and not loop.orelse else None
 
 
-def _allocation(line: str, near: Origin, source_of: SourceOf) -> Origin | None:
+def allocation_line(line: str, near: Origin, source_of: SourceOf) -> Origin | None:
     """A buffer's allocation (a block's field, printed as ``frag = T.sblock_alloc_buffer(...)``, or
     an allocation a pass moved or made again, ``scores_sum = T.decl_buffer(...)``, has no span of
     its own): the user's ``frag = T.alloc_...`` line in near's file nearest near's line (the
@@ -266,7 +266,7 @@ def allocation_of(name: str, near: Origin, source_of: SourceOf) -> Origin | None
     return None
 
 
-def _call_site(lines: list[str], origins: Origins, i: int, libraries: dict[int, tuple[str, int]], source_of: SourceOf) -> Origin | None:
+def call_site(lines: list[str], origins: Origins, i: int, libraries: dict[int, tuple[str, int]], source_of: SourceOf) -> Origin | None:
     """A statement TileLang's own code built among the user's (``T.reduce_max`` is a macro: its
     statement's span is in reduce_op.py) comes from a user statement between its neighbours: the
     nearest statements beside it, in the same block, with spans of their own. The user's
@@ -297,7 +297,7 @@ def _call_site(lines: list[str], origins: Origins, i: int, libraries: dict[int, 
         return None
     if after is not None and after.file != file:
         after = None
-    candidates = _statements_between(source, before, after)
+    candidates = statements_between(source, before, after)
     if not candidates:
         return None
     library = libraries[i]
@@ -333,7 +333,7 @@ def _spanned_inside(lines: list[str], origins: Origins, i: int, file: str) -> in
     return found
 
 
-def _statements_between(source: list[str], before: Origin | None, after: Origin | None) -> list[int]:
+def statements_between(source: list[str], before: Origin | None, after: Origin | None) -> list[int]:
     """The user's statements after `before`'s (past its last line) and before `after`'s line, in
     `before`'s block (or, without it, in `after`'s, up to it); allocations left out (TileLang hoists
     them: they build no statement there)."""
@@ -385,7 +385,7 @@ def _inside_with(origin: Origin | None, line: str, source_of: SourceOf) -> Origi
     line's span (and a pass some statements in a loop the loop's): a statement (no block itself)
     spanned so is the line of the block's body it is most like, when one keeps most of its names;
     else the block's line, as a guess (see contained)."""
-    if origin is None or not _names_a_with(origin, line, source_of):
+    if origin is None or not names_a_with(origin, line, source_of):
         return origin
     return like_body_line(origin, line, source_of) or contained(origin, line)
 
@@ -397,7 +397,7 @@ def like_body_line(origin: Origin, line: str, source_of: SourceOf) -> Origin | N
     if not 0 < origin.line <= len(source):
         return None
     depth = _indent(source[origin.line - 1])
-    mine = {_RENAMED_COPY.sub("", token) for token in _tokens(line)}  # the IR's compute_is_done_1 is the user's compute_is_done
+    mine = {_RENAMED_COPY.sub("", token) for token in name_tokens(line)}  # the IR's compute_is_done_1 is the user's compute_is_done
     best, score = None, 0.0
     for number in range(origin.line + 1, len(source) + 1):
         text = source[number - 1]
@@ -405,7 +405,7 @@ def like_body_line(origin: Origin, line: str, source_of: SourceOf) -> Origin | N
             continue
         if _indent(text) <= depth:
             break
-        theirs = _tokens(text)
+        theirs = name_tokens(text)
         share = len(mine & theirs) / len(theirs) if theirs else 0.0
         if share >= _INSIDE and share > score:
             best, score = Origin(origin.file, number, GUESS, columns=None), share
@@ -428,7 +428,7 @@ def contained(origin: Origin, line: str) -> Origin:
     return Origin(origin.file, origin.line, GUESS, origin.library, origin.columns)
 
 
-def _names_a_with(origin: Origin, line: str, source_of: SourceOf) -> bool:
+def names_a_with(origin: Origin, line: str, source_of: SourceOf) -> bool:
     """A statement's own span names a ``with``, ``for`` or ``if`` line of the user's, and the statement is
     no block or loop itself: TileLang spans the statements of a ``T.ws`` block to its ``with``, and
     some a pass builds inside a ``T.Parallel`` loop to the loop. A statement in a loop's body comes
@@ -439,10 +439,10 @@ def _names_a_with(origin: Origin, line: str, source_of: SourceOf) -> bool:
     if not source or not 0 < origin.line <= len(source):
         return False
     theirs = source[origin.line - 1]
-    if _HEADER.match(line):
+    if HEADER.match(line):
         if _another_loops(line, theirs):
             return True
-        if _BRANCH.match(line):
+        if BRANCH.match(line):
             # A branch spanned to a loop or block of the user's (a pass rebuilt a pipelined copy of the
             # user's `if` with the loop's span): the loop only contains it.
             return bool(_SOURCE_BLOCK.match(theirs))
@@ -451,7 +451,7 @@ def _names_a_with(origin: Origin, line: str, source_of: SourceOf) -> bool:
         return line.lstrip().startswith("with T.sblock(") and theirs.lstrip().startswith("with T.ws(")
     # A statement a pass rebuilt inside a user's `if` (the store LegalizeSafeMemoryAccess guards anew)
     # may carry the `if`'s span: the branch only contains it (unless the user wrote `if c: x = 1`).
-    return bool(_SOURCE_BLOCK.match(theirs) or (_BRANCH.match(theirs) and theirs.split("#")[0].rstrip().endswith(":")))
+    return bool(_SOURCE_BLOCK.match(theirs) or (BRANCH.match(theirs) and theirs.split("#")[0].rstrip().endswith(":")))
 
 
 def _another_loops(line: str, theirs: str) -> bool:
@@ -465,7 +465,7 @@ def _another_loops(line: str, theirs: str) -> bool:
     return mine[0] not in written and not any(mine[0].startswith(name + "_") for name in written)
 
 
-def _body_origin(origins: Origins, j: int, depths: list[int], certain: bool = False) -> Origin | None:
+def body_origin(origins: Origins, j: int, depths: list[int], certain: bool = False) -> Origin | None:
     """The one origin of every line nested in line j (None: none, or more than one; with
     `certain`, also when one of them is a guess)."""
     found: Origin | None = None
@@ -487,7 +487,7 @@ def names_a_block(origin: Origin, source_of: SourceOf) -> bool:
     return bool(source) and 0 < origin.line <= len(source) and bool(_SOURCE_HEADER.match(source[origin.line - 1]))
 
 
-def _not_a_header(origin: Origin, source_of: SourceOf) -> bool:
+def not_a_header(origin: Origin, source_of: SourceOf) -> bool:
     """The user's line an IR loop's span names is no loop, branch or block of theirs."""
     source = source_of(origin.file)
     if not source or not 0 < origin.line <= len(source):
@@ -528,13 +528,13 @@ def direct_statement(source: list[str], block: int, line: int) -> int:
     return line
 
 
-def _loop_head(line: str) -> str:
+def loop_head(line: str) -> str:
     """``for k in`` of a loop line (a pass that pipelines or splits a loop rewrites its range, not its variable)."""
     match = _LOOP.match(line)
     return f"\0for {match.group(1)} in" if match else ""
 
 
-def _descends(
+def descends_from(
     line: str, removed_by_text: dict[str, list[int]], removed_tokens: list[tuple[int, frozenset[str]]], before_origins: Origins,
     threshold: float, near: int, overall_first: bool = False, loop_heads: bool = True, taken: dict[str, int] | None = None,
     old_lines: list[str] | None = None,
@@ -549,13 +549,13 @@ def _descends(
     barrier wait) keeps all its names in almost any long line."""
     key = line.strip()
     if key not in removed_by_text and loop_heads:
-        key = _loop_head(line) or "\1"
+        key = loop_head(line) or "\1"
     moved = removed_by_text.get(key)
     if moved and key != line.strip() and old_lines is not None:
         # `for i in range(2)` (a TMA copy's boxes) is not the user's `for i in T.Parallel(64)` it
         # happens to share a variable with: a rewritten loop keeps its extent or other names.
-        mine = _tokens(line)
-        moved = [i for i in moved if len(mine & _tokens(old_lines[i])) > 1]
+        mine = name_tokens(line)
+        moved = [i for i in moved if len(mine & name_tokens(old_lines[i])) > 1]
     if moved:
         # The same line removed in several places (two reductions' `for i in T.unroll(4)`): the
         # k-th copy that comes back is the k-th that went, in order; past them, the nearest.
@@ -564,7 +564,7 @@ def _descends(
             taken[key] = count + 1
         chosen = moved[count] if count < len(moved) else min(moved, key=lambda i: abs(i - near))
         return before_origins[chosen], (2.0, 2.0)
-    mine = _tokens(line)
+    mine = name_tokens(line)
     if not mine:
         return None, (0.0, 0.0)
     best, rank, score = None, (0.0, 0.0, 0.0), (0.0, 0.0)

@@ -19,7 +19,7 @@ from lower_trace.analysis.blame import Change, history
 from lower_trace.analysis.generated_lines import place_generated_lines
 from lower_trace.analysis.inlined_lets import place_inlined_lets
 from lower_trace.analysis.origin_carry import carried
-from lower_trace.analysis.origin_rules import GUESS, Origin, Origins, SourceOf, encloses, loop_variables, standalone
+from lower_trace.analysis.origin_rules import GUESS, Origin, Origins, SourceOf, Spans, encloses, loop_variables, standalone
 from lower_trace.analysis.text_diff import myers, split_lines
 from lower_trace.model import CodegenRecord, KernelTrace, PassRecord, Trace, source_key
 
@@ -154,14 +154,14 @@ def error_points_at(text: str, origins: Origins, message: str) -> list[Origin]:
     return list(found.values())
 
 
-def parse_spans(stored: str) -> dict[int, tuple[str, int, bool, tuple[int, int] | None]]:
+def parse_spans(stored: str) -> Spans:
     """A snapshot's stored spans by 0-based line: (file, line, is library, columns)."""
     if not stored:
         return {}
     try:
         data = json.loads(stored)
         files, library = data["files"], data["library"]
-        found: dict[int, tuple[str, int, bool, tuple[int, int] | None]] = {}
+        found: Spans = {}
         for number, file, line, column, end_line, end_column in data["lines"]:
             # TileLang's frontend spans a whole line (columns 1 to 2**20): no column range then.
             columns = (column, end_column) if end_line == line and 0 < column < end_column < 1 << 20 else None
@@ -187,9 +187,9 @@ def kernel_origins(kernel: KernelTrace, text_of: Callable[[str], str], spans_of:
         if step.tir:
             digest_of_text.setdefault(text_of(step.tir), step.tir)
     result = KernelOrigins()
-    spans_cache: dict[str, dict[int, tuple[str, int, bool, tuple[int, int] | None]]] = {}
+    spans_cache: dict[str, Spans] = {}
 
-    def spans(text: str) -> dict[int, tuple[str, int, bool, tuple[int, int] | None]]:
+    def spans(text: str) -> Spans:
         if text not in spans_cache:
             digest = digest_of_text.get(text, "")
             spans_cache[text] = parse_spans(spans_of(digest)) if digest else {}
@@ -231,7 +231,7 @@ def _owners(change: Change, before: list[PassRecord | None]) -> list[PassRecord 
 
 
 def _source_origins(
-    result: KernelOrigins, step: CodegenRecord, text_of: Callable[[str], str], spans: Callable[[str], dict], source_of: SourceOf,
+    result: KernelOrigins, step: CodegenRecord, text_of: Callable[[str], str], spans: Callable[[str], Spans], source_of: SourceOf,
 ) -> None:  # fmt: skip
     if not step.source:
         return
