@@ -3,7 +3,7 @@
     python benchmarks/overhead.py [--repeat 7] [--kernels gemm,elementwise]
 
 (The "replay" row is TL_LOWER_TRACE_REPLAY=1: the cost of keeping every pass's input. The "print
-floor" row is a bare PassInstrument that only prints each pass's changed IR: benchmarks/print_floor.py.)
+floor" row is a bare PassInstrument that only prints each function a pass changed: benchmarks/print_floor.py.)
 
 For each kernel, the configurations take turns (one warm-up round, then
 --repeat rounds) and the median of each is reported (CUDA source for sm_90a, generated on the CPU). Prints the

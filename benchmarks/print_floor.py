@@ -2,9 +2,10 @@
 configuration of its own for the timing benchmarks (overhead.py's "print floor" row).
 
 A bare PassInstrument, independent of lower-trace's code: per pass it holds the input's
-function map, and after the pass prints the module (TVMScript, as lower-trace stores it) only
-when its functions changed -- the same map, or every function the same object or structurally
-equal, prints nothing. No records, no files, no spans, no report: what is left between this row
+function map, and after the pass prints (TVMScript) each function the pass made or changed --
+not the same object and not structurally equal to the input's function of that name; a pass
+that changed nothing prints nothing (issue 39: per function, not the whole module, so that
+the distance to lower-trace is honest). No records, no files, no spans, no report: what is left between this row
 and lower-trace's is lower-trace's own work (docs/performance.md, "Issue 29").
 
 TileLang 0.1.15+ only (``tilelang.instrumentation``); ``available()`` says whether it can run.
@@ -25,17 +26,18 @@ def available() -> bool:
     return True
 
 
-def _unchanged(before: Any, after: Any, structural_equal) -> bool:
+def changed_functions(before: Any, after: Any, structural_equal) -> list[Any]:
+    """The functions of `after` the pass made or changed: not in `before` by name, or neither the
+    same object nor structurally equal to the one there."""
     if before.same_as(after):
-        return True
+        return []
     by_name = {gv.name_hint: func for gv, func in before.items()}
-    if len(by_name) != len(after):
-        return False
+    changed = []
     for gv, func in after.items():
         other = by_name.get(gv.name_hint)
         if other is None or not (func.same_as(other) or structural_equal(func, other)):
-            return False
-    return True
+            changed.append(func)
+    return changed
 
 
 class PrintFloor:
@@ -56,9 +58,9 @@ class PrintFloor:
 
             def run_after_pass(self, mod: Any, info: Any) -> None:
                 before = self.inputs.pop() if self.inputs else None
-                if before is not None and _unchanged(before, mod.functions, equal):
-                    return
-                mod.script()
+                changed = list(mod.functions.values()) if before is None else changed_functions(before, mod.functions, equal)
+                for func in changed:
+                    func.script()
 
         class Tool(instrumentation.PassInstrumentationTool):
             def create_pass_instrument(self) -> Any:
