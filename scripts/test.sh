@@ -47,7 +47,7 @@ flavor_run() {
   echo "=== lower-trace tests: $flavor"
   # pytest (not python -m pytest): the tests import the installed package, not the checkout.
   # -rs: every skipped test says why.
-  if ! "$VENV/bin/pytest" -p no:cacheprovider -rs "${tests[@]}"; then
+  if ! "$VENV/bin/pytest" -p no:cacheprovider -rs --durations=10 "${tests[@]}"; then
     echo "$flavor" >> "$LOGS/failed"
   fi
   if [ "$flavor" = tilelang-0.1.15 ]; then
