@@ -116,11 +116,11 @@ def test_the_whole_matrix_runs_every_tier_and_the_other_flavors_alongside(checko
         done, calls, _ = checkout("scripts/test.sh", "-k", "report", LOWER_TRACE_MATRIX=matrix, LOWER_TRACE_SERIAL=serial)
         tests = [line for line in calls if line.startswith("pytest ")]
         assert sorted(tests) == sorted([
-            "pytest -p no:cacheprovider -rs -n 2 --dist worksteal testing/unit testing/integration testing/browser"
+            "pytest -p no:cacheprovider -rs --durations=10 -n 2 --dist worksteal testing/unit testing/integration testing/browser"
             " --ignore=testing/integration/test_regress_versions.py --ignore=testing/integration/test_version_bisect.py -k report",
-            "pytest -p no:cacheprovider -rs testing/integration/test_legacy_tilelang.py",
-            "pytest -p no:cacheprovider -rs testing/integration/test_legacy_tilelang.py",
-            "pytest -p no:cacheprovider -rs testing/integration/test_plain_tvm.py testing/unit",
+            "pytest -p no:cacheprovider -rs --durations=10 testing/integration/test_legacy_tilelang.py",
+            "pytest -p no:cacheprovider -rs --durations=10 testing/integration/test_legacy_tilelang.py",
+            "pytest -p no:cacheprovider -rs --durations=10 testing/integration/test_plain_tvm.py testing/unit",
             "pytest -p no:cacheprovider -rs testing/integration/test_regress_versions.py",  # across releases, once every venv is built
             "pytest -p no:cacheprovider -rs testing/integration/test_version_bisect.py",
         ]), calls
