@@ -23,6 +23,11 @@ def brace_blocks(lines):
     return inside
 
 
+# A line of the copy of buffer {b} into {b}_shared: a TMA load, a store into the shared tile, an
+# async copy, or the guarded load of the tile's value (a condval).
+_COPY_OF = r"tma_load\({b}_desc|\(\(half_t\*\){b}_shared\) \+ .* = |cp_async_gs<\d+>\(\(&\(\(\(half_t\*\){b}_shared\)|condval\w* = \*\(uint4\*\)\({b} \+"
+
+
 def truth_of_pipelined(lines):
     """The marker each generated line of a guarded pipeline must map to, decided from its text alone
     (None: a line no statement of the kernel names, such as a barrier)."""
@@ -37,14 +42,8 @@ def truth_of_pipelined(lines):
             expected.append("gp_guard")
         elif re.match(r"for \(int k(?:_\d+)? = ", code):
             expected.append("gp_loop")
-        elif re.search(r"tma_load\(A_desc|\(\(half_t\*\)A_shared\) \+ .* = |cp_async_gs<\d+>\(\(&\(\(\(half_t\*\)A_shared\)", code):
-            expected.append("gp_copy_a")
-        elif re.search(r"tma_load\(B_desc|\(\(half_t\*\)B_shared\) \+ .* = |cp_async_gs<\d+>\(\(&\(\(\(half_t\*\)B_shared\)", code):
-            expected.append("gp_copy_b")
-        elif re.search(r"condval\w* = \*\(uint4\*\)\(A \+", code):
-            expected.append("gp_copy_a")
-        elif re.search(r"condval\w* = \*\(uint4\*\)\(B \+", code):
-            expected.append("gp_copy_b")
+        elif copied := next((buffer for buffer in "AB" if re.search(_COPY_OF.format(b=buffer), code)), None):
+            expected.append(f"gp_copy_{copied.lower()}")
         elif re.search(r"ptx_ldmatrix|mma_sync|wgmma_|initialize_wgmma_descriptor|half_t [AB]_local", code):
             expected.append("gp_gemm")
         elif re.search(r"\*\(float2\*\)\(C \+", code):

@@ -21,9 +21,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from lower_trace.analysis.origin_rules import GUESS, Origin, Origins, SourceOf, parsed
-
-LET = "let"  # how: the assignment TileLang inlined into the statement codegen printed it in front of
+from lower_trace.analysis.origin_rules import GUESS, LET, Origin, Origins, SourceOf, parsed
 
 _DECLARED = re.compile(r"\s*[A-Za-z_][\w:<>, ]*[\s*]+condval(?:_\d+)?;\s*$")
 _OPENS = re.compile(r"\s*if \(.*\{\s*$")

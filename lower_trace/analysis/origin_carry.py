@@ -6,12 +6,10 @@ A phase only fills lines no earlier phase filled, so a guess never overrides a f
 
 from __future__ import annotations
 
-import collections
-import itertools
 import re
 
+from lower_trace.analysis.origin_change import Change
 from lower_trace.analysis.origin_rules import (
-    BRANCH,
     COPY,
     FAR,
     GUESS,
@@ -30,25 +28,21 @@ from lower_trace.analysis.origin_rules import (
     direct_statement,
     encloses,
     enclosing_origin,
-    indent_depths,
     like_body_line,
     loop_head,
     loop_variables,
     name_tokens,
     names_a_block,
-    names_a_with,
     no_source,
     not_a_header,
-    own_span,
     statements_between,
 )
 from lower_trace.analysis.statements import Statement, copy_key, likeness, statement
-from lower_trace.analysis.text_diff import myers, split_lines
 
 
 def carried(before: str, before_origins: Origins, after: str, spans: Spans, source_of: SourceOf = no_source) -> Origins:
     """The origins of `after`, made by one pass from `before` (see origin_rules' docstring)."""
-    change = _Change(before, before_origins, after, spans, source_of)
+    change = _Carry(before, before_origins, after, spans, source_of)
     change.own_spans_and_kept_lines()
     change.attributes()
     change.same_statements()
@@ -69,133 +63,16 @@ def carried(before: str, before_origins: Origins, after: str, spans: Spans, sour
 _LAUNCH = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)(?:: [^=]+)? = T\.launch_thread|\s*for ([A-Za-z_][A-Za-z0-9_]*) in T\.thread_binding\(")
 
 
-class _Change:
-    """One pass's change of a text: the old and new lines, the diff's pairs and hunks, the origins so far."""
+class _Carry(Change):
+    """The phases of ``carried``, each filling the lines no earlier one did."""
 
     def __init__(self, before: str, before_origins: Origins, after: str, spans: Spans, source_of: SourceOf) -> None:
-        self.old, self.new = split_lines(before), split_lines(after)
-        self.before = list(before_origins[: len(self.old)]) + [None] * max(0, len(self.old) - len(before_origins))
-        self.spans, self.source_of = spans, source_of
-        self.origins: Origins = [None] * len(self.new)
-        self.libraries: dict[int, tuple[str, int]] = {}
-        self.vague: dict[int, Origin] = {}  # own spans that name a `with` block, not the statement: the last resort
-        self.pairs = self._moved_by_spans(self._kept_pairs())
-        self.matched = {j: i for i, j in self.pairs}
-        kept_old = self.matched_old = {i for i, _ in self.pairs}
-        self.removed = [i for i in range(len(self.old)) if i not in kept_old and self.before[i] is not None]
-        # The hunks: runs of new lines between kept ones, each with the old lines it replaced.
-        self.hunks = [(i0, j0, i1, j1) for (i0, j0), (i1, j1) in itertools.pairwise([(-1, -1), *self.pairs, (len(self.old), len(self.new))]) if j1 - j0 > 1]
-        self._depths: list[int] = []
+        super().__init__(before, before_origins, after, spans, source_of)
         self._branches: set[tuple[str, ...]] | None = None
-        self._old_branches: list[tuple[int, tuple[str, ...], Origin]] | None = None
-
-    def _kept_pairs(self) -> list[tuple[int, int]]:
-        """The diff's pairs of equal lines. A pass that indents the whole body anew (SplitHostDevice
-        moves it into a function of its own) keeps every line, but only the few its new indentation
-        happens to match are equal, and those pair the wrong copies of a repeated line: then lines
-        are compared without their indentation, when that keeps far more of them."""
-        pairs = myers(self.old, self.new)
-        if len(pairs) < len(self.new) // 2:
-            old, new = [line.strip() for line in self.old], [line.strip() for line in self.new]
-            # Only a body moved as it is: most lines the same but for indentation (and the diff cheap).
-            if sum((collections.Counter(old) & collections.Counter(new)).values()) >= 0.5 * len(new):
-                unindented = myers(old, new)
-                if len(unindented) > 2 * len(pairs):
-                    return unindented
-        return pairs
-
-    def _moved_by_spans(self, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """The diff pairs equal texts in order; a pass that moved one of two equal lines (loop
-        unswitching hoists one ``if tx < 160:`` over its loop) leaves it paired with the other.
-        A new line's own span says which old line it is: the unpaired old line of the same text
-        that came from that span's line, when one sits between the neighbouring pairs."""
-        paired = {i for i, _ in pairs}
-        for n, (i, j) in enumerate(pairs):
-            kept = self.before[i]
-            span = self.spans.get(j)
-            if kept is None or span is None or span[2] or (kept.file, kept.line) == (span[0], span[1]):
-                continue
-            low = pairs[n - 1][0] if n else -1
-            high = pairs[n + 1][0] if n + 1 < len(pairs) else len(self.old)
-            text = self.new[j].strip()
-            place = (span[0], span[1])
-            moved = [k for k in range(low + 1, high) if k not in paired and self.old[k].strip() == text and _at(self.before[k], place)]
-            if len(moved) == 1:
-                pairs[n] = (moved[0], j)
-                paired.discard(i)
-                paired.add(moved[0])
-        return pairs
-
-    @property
-    def depths(self) -> list[int]:
-        if not self._depths:
-            self._depths.extend(indent_depths(self.new))
-        return self._depths
-
-    def _open(self):
-        """(hunk, j) of every new line no phase has given an origin yet."""
-        for hunk in self.hunks:
-            for j in range(hunk[1] + 1, hunk[3]):
-                if self.origins[j] is None:
-                    yield hunk, j
-
-    # --- facts ---------------------------------------------------------------------------------
-
-    def own_spans_and_kept_lines(self) -> None:
-        for j, line in enumerate(self.new):
-            own, library = own_span(self.spans, j)
-            if own is not None and (names_a_with(own, line, self.source_of) or self._guard_of_another_condition(j, own)):
-                self.vague[j], own = own, None
-            elif own is not None and j not in self.matched and (earlier := self._same_rank_branch(j, own)) is not None:
-                own = earlier
-            if library is not None:
-                self.libraries[j] = library
-            if own is not None:
-                self.origins[j] = own
-            elif j in self.matched:
-                kept = self.before[self.matched[j]]
-                self.origins[j] = kept if kept is None or library is None else Origin(kept.file, kept.line, kept.how, library, kept.columns)
-
-    def _guard_of_another_condition(self, j: int, own: Origin) -> bool:
-        """A branch a pass added inside a user's ``if`` (LegalizeSafeMemoryAccess's bounds checks of
-        the store it guards) carries that ``if``'s span, with a condition of its own: it is no copy of
-        the user's branch when that branch is still there, or when it was already told apart before
-        (an old branch of its condition came from elsewhere)."""
-        if not BRANCH.match(self.new[j]) or (key := copy_key(self.new[j])) is None:
-            return False
-        if self._old_branches is None:
-            self._old_branches = []
-            for i, old in enumerate(self.old):
-                if BRANCH.match(old) and (old_key := copy_key(old)) and (origin := self.before[i]) is not None:
-                    self._old_branches.append((i, old_key, origin))
-        here = [(i, other) for i, other, origin in self._old_branches if (origin.file, origin.line) == (own.file, own.line)]
-        if not here or any(other == key for _, other in here):
-            return False
-        still_there = any(i in self.matched_old for i, _ in here)
-        told_apart = any(other == key and origin.certain and (origin.file, origin.line) != (own.file, own.line) for _, other, origin in self._old_branches)
-        return still_there or told_apart
-
-    def _same_rank_branch(self, j: int, own: Origin) -> Origin | None:
-        """A pass that rewrote a nest of branches (Simplify on a user's ``if`` and the bounds checks
-        added inside it, all spanned to the ``if``) keeps their number and order: the k-th new branch
-        of the hunk is its k-th removed one, whose certain origin from elsewhere stays."""
-        if not BRANCH.match(self.new[j]):
-            return None
-        hunk = next((h for h in self.hunks if h[1] < j < h[3]), None)
-        if hunk is None:
-            return None
-        olds = [i for i in range(hunk[0] + 1, hunk[2]) if BRANCH.match(self.old[i])]
-        news = [k for k in range(hunk[1] + 1, hunk[3]) if BRANCH.match(self.new[k]) and k not in self.matched]
-        if len(olds) != len(news) or len(olds) < 2:
-            return None
-        earlier = self.before[olds[news.index(j)]]
-        if earlier is None or not earlier.certain or (earlier.file, earlier.line) == (own.file, own.line):
-            return None
-        return earlier
 
     def attributes(self) -> None:
         """An attribute a TileLang call put on the kernel (``T.use_swizzle``): that call's line."""
-        for _, j in list(self._open()):
+        for _, j in list(self.open_lines()):
             if "T.attr(" in self.new[j]:
                 self.origins[j] = attribute_origin(self.new[j], self.before, self.source_of)
 
@@ -207,7 +84,7 @@ class _Change:
         for i in self.removed:
             groups.setdefault(self._key(self.old[i]), []).append(i)
         wanted: dict[object, list[int]] = {}
-        for _, j in self._open():
+        for _, j in self.open_lines():
             key = self._key(self.new[j])
             if key is not None and key in groups and any(self._may_be(i, j) for i in groups[key]):
                 wanted.setdefault(key, []).append(j)
@@ -254,7 +131,7 @@ class _Change:
             facts = statement(self.old[i])
             if facts.op and facts.buffers and facts.op not in ("store", "alloc", "bind"):
                 by_op.setdefault(facts.op, []).append(i)
-        for _, j in list(self._open()):
+        for _, j in list(self.open_lines()):
             facts = statement(self.new[j])
             ranked = [
                 (len(statement(self.old[i]).buffers), i)
@@ -286,7 +163,7 @@ class _Change:
             index = {key: olds for key, olds in index.items() if not (key[0] == "if" and set(key[1:]) <= threads)}
         if not index:
             return
-        for (i0, j0, _, _), j in list(self._open()):
+        for (i0, j0, _, _), j in list(self.open_lines()):
             key = copy_key(self.new[j])
             olds = index.get(key) if key is not None else None
             if not olds or not all(self._may_be(i, j) for i in olds):
@@ -315,7 +192,7 @@ class _Change:
         """TileLang's own code: the user's statement whose block it sits in, else the user's line
         between its spanned neighbours. A statement with no span directly in a block this pass made
         of a user's statement (a ``_gemm_ssr`` block's descriptors) is that statement's too."""
-        for _, j in list(self._open()):
+        for _, j in list(self.open_lines()):
             library = self.libraries.get(j)
             if library is None:
                 block = self._new_block(j)
@@ -415,7 +292,7 @@ class _Change:
                 removed.setdefault(variables[0], []).append(origin)
         if not removed:
             return
-        for _, j in list(self._open()):
+        for _, j in list(self.open_lines()):
             variables = loop_variables(self.new[j])
             variable = _outermost_fused(variables[0], removed) if variables else None
             candidates = removed.get(variable) if variable else None
@@ -437,7 +314,7 @@ class _Change:
     def _removed_loop_around(self, j: int, removed: dict[str, list[Origin]]) -> dict[tuple[str, int], Origin]:
         """The loop of the user's, removed in new line j's hunk, that most closely holds everything
         j's body certainly comes from (none when its body comes from nothing certain)."""
-        hunk = next((h for h in self.hunks if h[1] < j < h[3]), None)
+        hunk = self.hunk_of(j)
         body = self._certain_body(j)
         if hunk is None or not body:
             return {}
@@ -523,7 +400,7 @@ class _Change:
         many. Sharing a buffer is weak evidence: when a removed statement outside the hunk, of another
         line, shares more (or as many, and is the same operation where the hunk's is not), the hunk's
         is only the likelier -- a guess."""
-        for (i0, _, i1, _), j in list(self._open()):
+        for (i0, _, i1, _), j in list(self.open_lines()):
             facts = statement(self.new[j])
             if not facts.buffers or facts.op == "alloc":  # a declaration of a parameter is no part of the statement using it
                 continue
@@ -559,7 +436,7 @@ class _Change:
     def inserted_between(self) -> None:
         """A statement a pass inserted, replacing nothing (a barrier, a fence), between two lines
         from one user line: that line's."""
-        for (i0, j0, i1, j1), j in list(self._open()):
+        for (i0, j0, i1, j1), j in list(self.open_lines()):
             if i1 - i0 > 1 or j0 < 0 or j1 >= len(self.new):
                 continue
             above, below = self.origins[j0], self.origins[j1]
@@ -577,7 +454,7 @@ class _Change:
                 removed_by_text.setdefault(head, []).append(i)
         everywhere = [(i, name_tokens(self.old[i])) for i in self.removed]
         taken: dict[str, int] = {}
-        for (i0, j0, i1, _), j in list(self._open()):
+        for (i0, j0, i1, _), j in list(self.open_lines()):
             removed_tokens = [(i, name_tokens(self.old[i])) for i in range(i0 + 1, i1) if self.before[i] is not None]
             near = i0 + (j - j0)  # where in the old text this line would be, had nothing moved
             found, score = descends_from(
@@ -606,7 +483,7 @@ class _Change:
     def enclosing_or_first(self) -> None:
         """What is left sits in a statement (in a loop of the user's: the body line it computes),
         or replaced the hunk's first line."""
-        for (i0, _, i1, _), j in list(self._open()):
+        for (i0, _, i1, _), j in list(self.open_lines()):
             if not (self.new[j].strip() or j in self.libraries):
                 continue
             found = enclosing_origin(self.new, self.origins, j, self.depths)
@@ -640,7 +517,3 @@ def _outermost_fused(variable: str, loops: dict[str, list[Origin]]) -> str:
     if variable in loops or not variable.endswith("_fused"):
         return variable
     return next((name for name in loops if variable.startswith(name + "_")), variable)
-
-
-def _at(origin: Origin | None, place: tuple[str, int]) -> bool:
-    return origin is not None and (origin.file, origin.line) == place

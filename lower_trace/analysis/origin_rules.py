@@ -100,7 +100,8 @@ class Origin:
 Origins = list[Origin | None]
 GUESS = "guess"
 COPY = "copy"  # a copy a pass made of a statement (pipelining, unrolling, a guard split per statement)
-FACTS = ("span", "operands", COPY, "call", "body", "allocation", "attribute", "let", "error")
+LET = "let"  # the assignment TileLang inlined into the statement codegen printed it in front of
+FACTS = ("span", "operands", COPY, "call", "body", "allocation", "attribute", LET, "error")
 
 
 @functools.lru_cache(maxsize=1 << 16)
