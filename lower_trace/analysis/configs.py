@@ -61,5 +61,13 @@ def config_changes(a: KernelTrace, b: KernelTrace) -> dict[str, dict[str, Any]]:
     return {key: {"a": ca.get(key), "b": cb.get(key)} for key in differ}
 
 
-def _typed(value: Any) -> tuple[type, Any]:
-    return (type(value), value)  # True == 1 in Python; a config set to true is not one set to 1
+def config_value_text(value: Any) -> str:
+    """A pass config's value as a comparison says it ('x', True, 2.0, ['-O3']; unset). The report's
+    summaries carry these texts: from the page's JSON, 2.0 is 2 and a list has no Python text."""
+    return "unset" if value is None else repr(value) if isinstance(value, str) else str(value)
+
+
+def _typed(value: Any) -> tuple[type, str]:
+    # True == 1 in Python, [True] == [1], -0.0 == 0.0: a config set to true is not one set to 1. By
+    # the value's text, as the report's page compares them (its summaries carry the texts).
+    return (type(value), repr(value))

@@ -30,7 +30,10 @@ class Hunk:
 
     @property
     def header(self) -> str:
-        return f"@@ -{self.old_start},{self.old_len} +{self.new_start},{self.new_len} @@"
+        """As diff -u writes it: an empty side's range starts at the line before (-0,0 at the top)."""
+        old_start = self.old_start if self.old_len else self.old_start - 1
+        new_start = self.new_start if self.new_len else self.new_start - 1
+        return f"@@ -{old_start},{self.old_len} +{new_start},{self.new_len} @@"
 
 
 @dataclass(frozen=True)
@@ -43,11 +46,32 @@ class DiffStats:
         return bool(self.added or self.removed)
 
 
+class _MinimalMatcher(difflib.SequenceMatcher):
+    """difflib's opcodes and hunk groups over the page's matching (myers: minimal, the page's ties),
+    so the terminal's counts and hunks are the report's (difflib's own matching is not minimal and
+    breaks ties otherwise)."""
+
+    def __init__(self, old: list[str], new: list[str]) -> None:
+        super().__init__(None, old, new, autojunk=False)
+        self._old, self._new = old, new
+
+    def get_matching_blocks(self) -> list[difflib.Match]:
+        if self.matching_blocks is None:
+            blocks: list[list[int]] = []
+            for i, j in myers(self._old, self._new):
+                if blocks and blocks[-1][0] + blocks[-1][2] == i and blocks[-1][1] + blocks[-1][2] == j:
+                    blocks[-1][2] += 1
+                else:
+                    blocks.append([i, j, 1])
+            self.matching_blocks = [difflib.Match(*block) for block in blocks] + [difflib.Match(len(self._old), len(self._new), 0)]
+        return self.matching_blocks
+
+
 @lru_cache(maxsize=64)  # stats() and hunks() of one pass share one matcher
 def _matcher(before: str, after: str) -> tuple[list[str], list[str], difflib.SequenceMatcher]:
-    old = before.splitlines()
-    new = after.splitlines()
-    return old, new, difflib.SequenceMatcher(None, old, new, autojunk=False)
+    old = split_lines(before)  # lines as the page splits them
+    new = split_lines(after)
+    return old, new, _MinimalMatcher(old, new)
 
 
 def stats(before: str, after: str) -> DiffStats:

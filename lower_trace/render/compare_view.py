@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from lower_trace.analysis.compare import Comparison, config_difference
-from lower_trace.analysis.configs import config_changes
+from lower_trace.analysis.configs import config_changes, config_value_text
 from lower_trace.model import KernelTrace, PassRecord, PassStatus
 from lower_trace.model_json import to_json
 from lower_trace.render.json_view import pass_ref
@@ -27,7 +27,7 @@ def _kernel(label: str, where: str, kernel: KernelTrace) -> str:
 
 def config_text(a: KernelTrace, b: KernelTrace) -> str:
     """'tl.disable_shuffle_elect: A unset, B True' for each config the two compiles differ in."""
-    shown = lambda value: "unset" if value is None else repr(value) if isinstance(value, str) else str(value)  # noqa: E731
+    shown = config_value_text
     return "; ".join(f"{key}: A {shown(va)}, B {shown(vb)}" for key, (va, vb) in config_difference(a, b).items())
 
 

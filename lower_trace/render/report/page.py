@@ -20,10 +20,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from lower_trace.analysis.configs import typed_configs
+from lower_trace.analysis.configs import config_value_text, typed_configs
 from lower_trace.analysis.device.sass import ListingLine, shown_rows
 from lower_trace.analysis.device.summary import cuda_lines, listing_of
-from lower_trace.analysis.timing import BETWEEN, StepTime, kernel_totals
+from lower_trace.analysis.timing import BETWEEN, StepTime, ir_lines, kernel_totals
 from lower_trace.device_model import DeviceSummary
 from lower_trace.model import CodegenRecord, EditStatus, KernelState, KernelTrace, RunInfo
 from lower_trace.model_json import to_json
@@ -148,15 +148,19 @@ def snapshot_digests(kernel: KernelTrace) -> list[str]:
     return list(seen)
 
 
-def kernel_steps(times: list[StepTime]) -> list[dict[str, Any]]:
+def kernel_steps(times: list[StepTime], text_of: Callable[[str], str]) -> list[dict[str, Any]]:
     """The steps as the page reads them (times: analysis.timing.kernel_timing of the kernel): the
-    records, with self time and place on the time line -- the page's chart draws these numbers."""
+    records, with self time, place on the time line and the IR lines after each (absent: none) --
+    the page's chart draws these numbers."""
     steps = []
     for time in times:
         item = to_json(time.step)
         item["kind"] = "codegen" if isinstance(time.step, CodegenRecord) else "pass"
         item["self"] = time.self_ms
         item["at"] = time.at
+        lines = ir_lines(time.step, lambda digest: text_of(digest) or "")
+        if lines is not None:
+            item["lines"] = lines
         steps.append(item)
     return steps
 
@@ -184,7 +188,8 @@ def kernel_summary(kernel: KernelTrace, block: int, refs: list[int], times: list
         "steps": len(kernel.passes) + len(kernel.codegen),
         "error": error,
         "edits": edits,
-        "configs": typed_configs(kernel),
+        # Each pass config's value as a comparison says it: the page's "compare with…" lists the ones two kernels differ in.
+        "configs": {key: config_value_text(value) for key, value in typed_configs(kernel).items()},
         # Per step name [calls, self ms, slowest self ms, its seq]: the run's timing table, without inflating payloads.
         "timing": kernel_totals(times),
         "block": block,

@@ -152,7 +152,7 @@ class ReportWriter:
                 else:
                     refs.add(holder)
             times = kernel_timing(kernel)  # once, for the steps and the summary's totals
-            payload = {"steps": kernel_steps(times), "snapshots": new, "error": to_json(kernel.error) if kernel.error else None}
+            payload = {"steps": kernel_steps(times, text_of), "snapshots": new, "error": to_json(kernel.error) if kernel.error else None}
             device = summarize(kernel, lambda digest: text_of(digest) or "")
             if device is not None:
                 payload["device"] = device_payload(device, lambda digest: text_of(digest) or "")

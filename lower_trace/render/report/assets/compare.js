@@ -178,9 +178,10 @@ const LTCompare = (() => {
     };
   }
 
-  // "key: A unset, B True; …" for each pass config the two differ in (compare_view.config_text).
+  // "key: A unset, B True; …" for each pass config the two differ in (compare_view.config_text): the
+  // summaries carry each value as Python writes it (compare_view.config_value_text).
   function configText(a, b) {
-    const shown = (v) => (v === undefined || v === null ? "unset" : typeof v === "boolean" ? (v ? "True" : "False") : typeof v === "string" ? `'${v}'` : String(v));
+    const shown = (v) => (v === undefined || v === null ? "unset" : v);
     const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
     return keys.filter((k) => shown(a[k]) !== shown(b[k])).map((k) => `${k}: A ${shown(a[k])}, B ${shown(b[k])}`).join("; ");
   }
@@ -220,5 +221,5 @@ const LTCompare = (() => {
     };
   }
 
-  return { compare, fromData, align, shortName, kernelRenames, rename, vocabulary, sortedFunctions };
+  return { compare, fromData, align, shortName, kernelRenames, rename, vocabulary, sortedFunctions, configText };
 })();

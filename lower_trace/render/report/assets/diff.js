@@ -134,7 +134,8 @@ const LTDiff = (() => {
     let g = 0;
     while (g < changes.length) {
       let last = g;
-      while (last + 1 < changes.length && changes[last + 1] - changes[last] <= 2 * context) last++;
+      // Hunks whose contexts would touch are one (as diff -u and difflib do): at most 2 * context unchanged lines apart.
+      while (last + 1 < changes.length && changes[last + 1] - changes[last] <= 2 * context + 1) last++;
       const from = Math.max(0, changes[g] - context), to = Math.min(lines.length, changes[last] + context + 1);
       const oldLen = oldBefore[to] - oldBefore[from], newLen = newBefore[to] - newBefore[from];
       const oldStart = oldLen ? oldBefore[from] + 1 : oldBefore[from];

@@ -58,6 +58,7 @@
  * @typedef {Object} LTCompareHeader
  * @property {LTRules} rules
  * @property {[string, string]} labels  A's and B's: trace, kernel, target, passes, versions
+ * @property {Object|null} cause  regress's "why the code differs" (regress_cause_view.page_data; compare_cause.js reads it)
  */
 
 /**
@@ -76,7 +77,7 @@
  * @property {number} steps  passes and codegen steps
  * @property {{type: string, message: string}|null} error  the message cut to page.SUMMARY_MESSAGE characters
  * @property {string[]} edits  the edit statuses of its codegen steps
- * @property {Object<string, any>} configs  its pass configs as JSON values (analysis.configs.typed_configs)
+ * @property {Object<string, string>} configs  its pass configs, each value as a comparison says it (analysis.configs.config_value_text)
  * @property {Object<string, [number, number, number, number]>} timing  per step name: calls, self ms, slowest self ms, its seq (analysis.timing.kernel_totals)
  * @property {number} block  the number of its payload block (#lt-p<block>)
  * @property {number[]} refs  the earlier blocks that carry snapshots it names
@@ -135,6 +136,7 @@
  * @property {number} [ms]
  * @property {number} [self]
  * @property {number} [at]
+ * @property {number} [lines]  the IR lines after it, of the source for codegen (analysis.timing.ir_lines; absent: none)
  * @property {LTError} [error]
  * @property {string} [name]  a pass's
  * @property {"changed"|"unchanged"|"failed"|"incomplete"|"skipped"} [status]  a pass's (model.PassStatus)
@@ -156,6 +158,7 @@
  * @property {string} [tir]  digests of snapshots
  * @property {string} [source]
  * @property {string} [generated]
+ * @property {string} [line_map]  the digest of the generated source's line map (per line, its TIR line)
  * @property {string} [edit_status]  model.EditStatus
  * @property {string} [edit_path]
  * @property {string} [edit_backup]

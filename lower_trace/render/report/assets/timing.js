@@ -22,12 +22,9 @@ const LTTiming = (() => {
   }
   const cut = (text, chars) => (text.length > chars ? `${text.slice(0, chars - 1)}…` : text);
 
-  // Lines of a text as analysis/timing.py's line_count counts them.
-  const lineCount = (text) => (!text ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0));
-  function irLines(kernel, step) {
-    const digest = isCodegen(step) ? step.source : step.after;
-    return digest ? lineCount(kernel.snap(digest)) : null;
-  }
+  // The IR lines after a step (of the source, for codegen): Python's count (analysis/timing.py's
+  // ir_lines, in the payload); none when it made none (a failed pass).
+  const irLines = (step) => (step.lines === undefined ? null : step.lines);
 
   function toggle(labels, current, onPick) {
     const box = el("span", "timing-toggle");
@@ -69,14 +66,14 @@ const LTTiming = (() => {
     head.appendChild(toggle([["run", "in order"], ["self", "slowest first"]], order, redraw));
     box.appendChild(head);
     const rows = order === "self" ? [...steps].sort((x, y) => y.self - x.self || x.seq - y.seq) : steps;
-    box.appendChild(stepChart(kernel, rows, order, open, room));
+    box.appendChild(stepChart(rows, order, open, room));
     return box;
   }
 
   // room: the pixels the pane has; the time line takes what the columns leave.
-  function stepChart(kernel, rows, order, open, room) {
+  function stepChart(rows, order, open, room) {
     const nested = order === "run";
-    const lines = rows.map((step) => irLines(kernel, step));
+    const lines = rows.map(irLines);
     const maxLines = Math.max(1, ...lines.map((n) => n || 0));
     const end = Math.max(0.001, ...rows.map((s) => (nested ? s.at + s.ms : s.ms)));
     const indentOf = (s) => (nested ? 2 * (s.depth || 0) : 0);
@@ -194,5 +191,5 @@ const LTTiming = (() => {
     return box;
   }
 
-  return { kernelChart, runChart, runTotals, lineCount };
+  return { kernelChart, runChart, runTotals, compileSplit };
 })();
