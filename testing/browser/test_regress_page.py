@@ -1,80 +1,49 @@
-"""The summary page of `lower-trace regress` in Chromium, on a real run of the command: three
-kernels lowered for CUDA on two sides, warp specialisation switched off on head. The rows are held
-to regress.json and to what TileLang itself makes of each kernel on each side (its sources
-compared here); sorting to the column's own values; the links to the comparison pages they name."""
+"""The summary page of `lower-trace regress` in Chromium, on the stored result of a real run
+(testing/fixtures/regress, made by its make.py): three kernels lowered for CUDA on two sides, warp
+specialisation switched off on head, the GEMM compiled by nvcc. The rows are held to regress.json
+and to truth.json beside it -- the kernels whose CUDA TileLang itself makes otherwise under head's
+config, and nvcc's own register counts; sorting to the column's own values; the links to the
+comparison pages they name. Nothing is compiled here: testing/integration/test_regress*.py run
+regress for real."""
 
 import json
 import os
-import re
 import shutil
-import subprocess
 
 import pytest
 
+from lower_trace.cli.main import main
+from lower_trace.render.report.regress_page import write_summary_page
 from report_fixtures import Page
+from support import FIXTURES
 
-pytest.importorskip("tilelang")
-
-from support import lower_trace_cli, pythonpath
-
-TESTING = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIG = {"tl.disable_warp_specialized": True}
+STORED = os.path.join(FIXTURES, "regress")
 # The verdict of kernels whose code is the same on both sides.
 TIMING_ONLY = ("identical",)
-# The corpus, as the command runs it and as this test lowers it: kernels.py's function -> its arguments.
-BUILDS = {"gemm": {}, "elementwise_add": {"M": 16, "N": 16, "block_M": 8, "block_N": 8}, "row_sum": {}}
-# gemm is compiled (nvcc's device stage: registers, spills) where nvcc is, the others lowered only.
-SCRIPT = f"""
-import sys
-sys.path.insert(0, {TESTING!r})
-import kernels, tilelang
-from tilelang import tvm
-target = tvm.target.Target({{"kind": "cuda", "arch": "sm_90a"}})
-for name, arguments in {BUILDS!r}.items():
-    if name == "gemm" and NVCC:
-        tilelang.compile(kernels.gemm(), target={{"kind": "cuda", "arch": "sm_90a"}})
-    else:
-        with target:
-            tilelang.lower(getattr(kernels, name)(**arguments), target=target)
-"""
 
 
-def nvcc():
-    from lower_trace.integrations.nvcc.toolchain import find_tool
-
-    return find_tool("nvcc")
+@pytest.fixture(scope="module")
+def truth():
+    with open(os.path.join(STORED, "truth.json")) as handle:
+        return json.load(handle)
 
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
-    """The folder a real `lower-trace regress` wrote, and its regress.json."""
-    folder = tmp_path_factory.mktemp("regress-page")
-    (folder / "corpus.py").write_text(SCRIPT.replace("NVCC", str(nvcc() is not None)))
-    out = folder / "out"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
-    env.update(PYTHONPATH=pythonpath(), TILELANG_DISABLE_CACHE="1")
-    command = [lower_trace_cli(), "regress", "--dir", str(out), "--head-config", "tl.disable_warp_specialized=true", "--", "python", "corpus.py"]
-    proc = subprocess.run(command, cwd=str(folder), env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 1, proc.stdout + proc.stderr  # a kernel differs
-    assert f"file://{out / 'summary.html'}" in proc.stdout
-    return out, json.loads((out / "regress.json").read_text())
+    """The stored regress output folder, put in a folder of its own (its paths made that folder's)
+    with its summary page written from regress.json; and regress.json's content."""
+    out = tmp_path_factory.mktemp("regress-page") / "out"
+    shutil.copytree(STORED, out, ignore=shutil.ignore_patterns("make.py", "truth.json"))
+    found = json.loads((out / "regress.json").read_text().replace("{OUT}", str(out)))
+    (out / "regress.json").write_text(json.dumps(found, indent=1))
+    write_summary_page(str(out / "summary.html"), found)
+    return out, found
 
 
 @pytest.fixture(scope="module")
-def changed():
-    """The kernels whose CUDA source the config changes, by TileLang's own lowering."""
-    import tilelang
-    from tilelang import tvm
-
-    import kernels
-
-    target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-
-    def source(name, config):
-        with tvm.transform.PassContext(config=config), target:
-            return tilelang.lower(getattr(kernels, name)(**BUILDS[name]), target=target).kernel_source
-
-    out = {name for name in BUILDS if source(name, {}) != source(name, CONFIG)}
+def changed(truth):
+    """The kernels whose CUDA source the config changes, by TileLang's own lowering (stored by make.py)."""
+    out = set(truth["changed"])
     assert out == {"gemm"}  # the corpus is built so: one kernel changes, two do not
     return out
 
@@ -206,13 +175,11 @@ def test_the_link_opens_the_comparison_page(opened, result, changed, tmp_path, m
     assert view.page.locator("#compare .hint:text-is('Loading…')").count() == 0
 
 
-def test_stored_sides_show_their_folders(opened, result, changed, tmp_path):
+def test_stored_sides_show_their_folders(opened, result, changed, tmp_path, capsys):
     """--compare: the same verdicts from the stored sides, the header names the folders read."""
     out, found = result
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
-    command = [lower_trace_cli(), "regress", "--compare", str(out / "base"), str(out / "head"), "--dir", str(tmp_path / "stored")]
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert main(["regress", "--compare", str(out / "base"), str(out / "head"), "--dir", str(tmp_path / "stored")]) == 1
+    capsys.readouterr()
     view = opened(tmp_path / "stored" / "summary.html")
     assert [[r[0], r[1]] for r in shown(view)] == [[k["kernel"], k["verdict"]] for k in found["kernels"]]
     sides = view.page.eval_on_selector_all("#sides .side", "ls => ls.map((l) => l.textContent)")
@@ -222,30 +189,11 @@ def test_stored_sides_show_their_folders(opened, result, changed, tmp_path):
     assert href is not None and os.path.isfile(tmp_path / "stored" / href)
 
 
-def nvcc_registers(trace_path, kernel_id, folder):
-    """nvcc's own count of registers per thread: the recorded nvcc command, with ptxas verbose, on the source."""
-    import lower_trace
-
-    trace = lower_trace.load_trace(trace_path)
-    record = trace.kernel(kernel_id).device_stage
-    assert record is not None and not record.error
-    path = os.path.join(folder, record.source_name)
-    with open(path, "w") as handle:
-        handle.write(trace.read_snapshot(record.source))
-    command = [*record.command, "--ptxas-options=--verbose", "-o", os.path.join(folder, "check.cubin"), path]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return int(re.search(r"Used (\d+) registers", proc.stdout + proc.stderr).group(1))
-
-
-def test_the_device_columns_are_nvccs_numbers(opened, result, tmp_path):
-    if nvcc() is None:
-        pytest.skip("nvcc is not installed: the corpus has no device stage")
+def test_the_device_columns_are_nvccs_numbers(opened, result, truth):
     out, found = result
-    gemm = next(k for k in found["kernels"] if k["kernel"] == "gemm")
-    base = nvcc_registers(gemm["base"]["trace"], gemm["base"]["kernel_id"], str(tmp_path))
-    head = nvcc_registers(gemm["head"]["trace"], gemm["head"]["kernel_id"], str(tmp_path))
+    base, head = truth["gemm_registers"]["base"], truth["gemm_registers"]["head"]  # ptxas --verbose, run by make.py
     assert base != head  # warp specialisation changes the register budget
+    gemm = next(k for k in found["kernels"] if k["kernel"] == "gemm")
     view = opened(out / "summary.html")
     rows = {r[0]: r[3] for r in shown(view, "registers")}
     assert rows == {k["kernel"]: (f"{base} → {head} ({head - base:+d})" if k["kernel"] == "gemm" else "") for k in found["kernels"]}

@@ -101,10 +101,13 @@ def test_j_k_and_n_move_through_the_passes(report, real_trace):
 
 
 def test_search_counts_the_passes_a_string_occurs_in(report, real_trace):
-    view = report()
-    page = view.page
     pattern = r"T\.launch_thread\(\"threadIdx\.x\""
     regex = re.compile(pattern)
+    # Opened on a pass whose IR has the string, as a whole text (a pass that changed nothing).
+    gemm = real_trace.kernels[0]
+    opened = next(p for p in gemm.passes if p.status is PassStatus.UNCHANGED and regex.search(real_trace.snapshot(p.before)))
+    view = report(f"#{gemm.kernel_id}/{opened.seq}")
+    page = view.page
 
     def searched(step):
         digest = step.source if not hasattr(step, "status") else (step.after or step.before)
@@ -124,7 +127,13 @@ def test_search_counts_the_passes_a_string_occurs_in(report, real_trace):
         matching = sum(1 for s in kernel.steps if regex.search(searched(s)))
         badge = page.locator(f'#kernels .kernel-row[data-kernel="{kernel.kernel_id}"] .badge')
         assert (badge.inner_text() if badge.is_visible() else "") == (f"{matching} passes" if matching > 1 else f"{matching} pass" if matching else "")
-    assert page.locator("#detail .hit").count() > 0 or not regex.search(page.locator("#detail").inner_text())
+    # The open pass marks every occurrence in its IR, and nothing else: the marked text, read in
+    # order, is the occurrences the stored IR has (a match other marks cut in two is two pieces of one).
+    occurrences = regex.findall(real_trace.snapshot(opened.before))
+    assert view.active() == opened.seq and occurrences
+    marked = page.eval_on_selector_all("#detail pre.ir .hit", "hits => hits.map((h) => h.textContent)")
+    assert "".join(marked) == "".join(occurrences) and len(marked) >= len(occurrences)
+    assert page.locator("#detail .hit").count() == len(marked)  # nowhere else in the pass's view
     view.search("([unclosed")
     assert "not a valid regex" in status.inner_text()
 

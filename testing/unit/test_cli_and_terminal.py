@@ -1,7 +1,11 @@
 """The terminal view and the CLI, on a trace written by a real TileLang compile (fixtures/)."""
 
+import base64
+import gzip
 import io
+import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -201,13 +205,29 @@ def test_report_output_folder_and_bad_output(trace_copy, tmp_path, capsys):
     assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
 
 
-def test_report_is_rebuilt_from_the_trace_alone(trace_copy, tmp_path):
+def test_report_is_rebuilt_from_the_trace_alone(trace_copy, tmp_path, capsys):
+    """`lower-trace report` on a stored folder alone: the page carries each pass record of the
+    manifest and every text it names, as the folder stores them (read here from the JSON lines and
+    the page's own payload: base64 of gzip of JSON), and nothing to fetch."""
     out = tmp_path / "r.html"
-    proc = subprocess.run([lower_trace_cli(), "report", str(trace_copy), "-o", str(out)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == f"file://{out}"
+    assert main(["report", str(trace_copy), "-o", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == f"file://{out}"
     html = out.read_text()
-    assert html.startswith("<!doctype html>") and '"name":"elementwise_add"' in html
+    assert html.startswith("<!doctype html>")
+    manifest = [json.loads(line) for line in (trace_copy / "trace.jsonl").read_text().splitlines()]
+    stored = {r["digest"]: r["text"] for r in map(json.loads, (trace_copy / "snapshots.jsonl").read_text().splitlines())}
+    (kernel,) = [r for r in manifest if r["type"] == "kernel"]
+    (summary,) = [json.loads(m) for m in re.findall(r'<script type="application/json" class="lt-kernel">(.*?)</script>', html, re.S)]
+    payload = {}
+    for block in re.findall(r'<script type="application/octet-stream" class="lt-payload" id="lt-p\d+">(.*?)</script>', html, re.S):
+        payload.update(json.loads(gzip.decompress(base64.b64decode(block))))
+    passes = sorted((r for r in manifest if r["type"] == "pass"), key=lambda r: r["seq"])  # stored as each pass ended
+    assert (summary["id"], summary["name"], summary["passes"]) == (kernel["kernel_id"], kernel["name"], len(passes))
+    assert summary["changed"] == sum(1 for r in passes if r["status"] == "changed")
+    shown = [s for s in payload["steps"] if s.get("kind") == "pass"]
+    assert [(s["seq"], s["name"], s["status"]) for s in shown] == [(r["seq"], r["name"], r["status"]) for r in passes]
+    named = {r[key] for r in manifest if r["type"] in ("pass", "codegen") for key in ("before", "after", "tir", "source") if r.get(key)}
+    assert named and all(payload["snapshots"].get(digest) == stored[digest] for digest in named)
     # Nothing to fetch: works offline (the SVG namespace is a name, not an address).
     assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html
 
