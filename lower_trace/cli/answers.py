@@ -7,10 +7,11 @@ import os
 import sys
 from typing import Any
 
+from lower_trace.analysis import queries
 from lower_trace.cli.options import add_color, add_context, add_kernel, add_trace, color_wanted_by, print_json
-from lower_trace.cli.selection import UsageError, kernels_of, no_pass, regex, select_steps, selected
+from lower_trace.cli.selection import UsageError, kernels_of, no_pass, one_kernel, regex, selected
 from lower_trace.config import default_trace_dir
-from lower_trace.model import PassRecord, kernel_list
+from lower_trace.model import KernelTrace, PassRecord, Trace, kernel_list
 from lower_trace.store.reader import load_trace
 from lower_trace.text_safety import plural
 
@@ -19,11 +20,25 @@ def cmd_diff(args: argparse.Namespace) -> int:
     """Compare two compiles pass by pass: the first pass that makes them differ, the passes only
     one ran, the generated sources. Exit status 0 when identical (or, with --up-to-renaming, the
     same up to renaming), 1 when they differ."""
-    from lower_trace.analysis.compare import Side, compare
-    from lower_trace.analysis.device.summary import device_differences, summarize
-    from lower_trace.render.compare_view import as_json, render, write_pairs
-    from lower_trace.render.device_view import device_differences_json, write_device_differences
+    from lower_trace.render.compare_view import write_pairs
 
+    trace_a, trace_b, pairs = _diff_pairs(args)
+    if len(pairs) > 1 and not args.json:
+        write_pairs(sys.stdout, pairs)
+    compared = queries.compare_pairs(trace_a, trace_b, pairs, args.ignore, args.up_to_renaming)
+    pages = [_compare_page(args.html, trace_a, trace_b, compared[0])] if args.html else []
+    try:
+        _write_diff(args, trace_a, trace_b, compared)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head`: the answer still is the exit status
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    for page in pages:
+        print(f"comparison page: file://{page}", file=sys.stderr)
+    return 1 if queries.any_differ(compared) else 0
+
+
+def _diff_pairs(args: argparse.Namespace) -> tuple[Trace, Trace, list[tuple[KernelTrace, KernelTrace]]]:
+    """diff A B: the two runs and the kernels compared, pair by pair; UsageErrors for what does not pair up."""
     for pattern in args.ignore:
         regex(pattern, "--ignore")
     trace_a, kernels_a = selected(args.a)
@@ -35,127 +50,122 @@ def cmd_diff(args: argparse.Namespace) -> int:
         )
     if args.html and len(kernels_a) != 1:
         raise UsageError(f"--html shows one comparison; pick one kernel of each as RUN:KERNEL (A: {kernel_list(kernels_a)})")
-    color = color_wanted_by(args)
-    pairs = list(zip(kernels_a, kernels_b, strict=False))
-    if len(pairs) > 1 and not args.json:
-        write_pairs(sys.stdout, pairs)
-    results = [
-        (ka, kb, compare(Side(ka, trace_a.snapshot), Side(kb, trace_b.snapshot), ignore=args.ignore, up_to_renaming=args.up_to_renaming))
-        for ka, kb in pairs
-    ]
-    device = [device_differences(summarize(ka, trace_a.read_snapshot), summarize(kb, trace_b.read_snapshot)) for ka, kb, _ in results]
-    differ = any(not result.equivalent for _, _, result in results) or any(device)
-    pages: list[str] = []
-    if args.html:
-        from lower_trace.render.report.compare_page import write_compare_page
+    return trace_a, trace_b, list(zip(kernels_a, kernels_b, strict=False))
 
-        (ka, kb, result), = results
-        try:
-            pages.append(write_compare_page(args.html, result, (trace_a, ka), (trace_b, kb)))
-        except OSError as exc:
-            raise UsageError(f"--html {args.html}: cannot write the page ({exc.strerror or exc})") from None
+
+def _compare_page(path: str, trace_a: Trace, trace_b: Trace, compared: queries.KernelComparison) -> str:
+    """diff --html: the comparison page of the one pair."""
+    from lower_trace.render.report.compare_page import write_compare_page
+
     try:
-        if args.json:
-            found = [
-                {**as_json(result, (trace_a.path, ka), (trace_b.path, kb)), "device": device_differences_json(changes)}
-                for (ka, kb, result), changes in zip(results, device, strict=True)
-            ]
-            print_json(found if len(found) != 1 else found[0])
-        else:
-            for (ka, kb, result), changes in zip(results, device, strict=True):
-                render(sys.stdout, result, (trace_a.path, ka), (trace_b.path, kb), color=color, context=args.context)
-                write_device_differences(sys.stdout, changes)
-        sys.stdout.flush()
-    except BrokenPipeError:  # `| head`: the answer still is the exit status
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    for page in pages:
-        print(f"comparison page: file://{page}", file=sys.stderr)
-    return 1 if differ else 0
+        return write_compare_page(path, compared.result, (trace_a, compared.a), (trace_b, compared.b))
+    except OSError as exc:
+        raise UsageError(f"--html {path}: cannot write the page ({exc.strerror or exc})") from None
+
+
+def _write_diff(args: argparse.Namespace, trace_a: Trace, trace_b: Trace, compared: list[queries.KernelComparison]) -> None:
+    from lower_trace.render.compare_view import as_json, render
+    from lower_trace.render.device_view import device_differences_json, write_device_differences
+
+    if args.json:
+        found = [
+            {**as_json(c.result, (trace_a.path, c.a), (trace_b.path, c.b)), "device": device_differences_json(c.device)}
+            for c in compared
+        ]
+        print_json(found if len(found) != 1 else found[0])
+        return
+    color = color_wanted_by(args)
+    for c in compared:
+        render(sys.stdout, c.result, (trace_a.path, c.a), (trace_b.path, c.b), color=color, context=args.context)
+        write_device_differences(sys.stdout, c.device)
 
 
 def cmd_blame(args: argparse.Namespace) -> int:
     """Which pass made each line of the IR (the final TIR, or the IR after --ir PASS); with a
     PATTERN, which pass introduced the lines it matches, which later passes changed them, and
     which removed them."""
-    from lower_trace.analysis.blame import blame_lines, final_text, functions, history, pattern_history
+    from lower_trace.analysis.blame import blame_lines
     from lower_trace.render import blame_view, json_view
 
     if args.pattern is None and not os.path.exists(args.trace) and os.sep not in args.trace:
         args.trace, args.pattern = default_trace_dir(), args.trace  # `blame -k gemm REGEX`: the default folder
     trace = load_trace(args.trace)
-    kernels = kernels_of(trace, args.kernel)
-    if len(kernels) != 1:
-        raise UsageError(f"{trace.path}: blame needs one kernel; pick it by id with -k: {kernel_list(kernels)}")
-    kernel = kernels[0]
+    kernel = one_kernel(trace, kernels_of(trace, args.kernel), "blame")
     if args.source:
-        if args.pattern is not None or args.ir is not None:
-            raise UsageError("--source blames the generated source line by line; a PATTERN and --ir do not apply to it")
-        return _blame_source(trace, kernel, args.json)
-    until = None
-    steps: list[PassRecord] = []
-    if args.ir is not None:
-        steps = [s for s in select_steps(kernels, args.ir)[kernel.kernel_id] if isinstance(s, PassRecord)]
-        if not steps:
-            raise no_pass(trace, args.ir, f"kernel {kernel.kernel_id} ({kernel.name}, passes 0-{len(kernel.passes) - 1})")
-        if len(steps) > 1:
-            numbers = ", ".join(f"{s.seq} ({s.name})" for s in steps[:12]) + (", ..." if len(steps) > 12 else "")
-            raise UsageError(f"{trace.path}: --ir {args.ir!r} names {len(steps)} passes of kernel {kernel.kernel_id}; pick one by number: {numbers}")
-        until = steps[0].seq
-    changes = history(kernel, trace.snapshot, until)
-    if until is not None and changes and final_text(changes) != trace.snapshot(steps[0].after or steps[0].before):
-        names = ", ".join(sorted(functions(trace.snapshot(steps[0].before)))) or "?"
-        raise UsageError(
-            f"{trace.path}: pass {until} {steps[0].name} worked on another module ({names}), not the kernel's IR, so its lines have "
-            f"no place in the kernel's history; `lower-trace show {trace.path} -k {kernel.kernel_id} -p {until}` shows its diff"
-        )
+        return _blame_source(trace, kernel, args)
+    until = _blamed_pass(trace, kernel, args.ir) if args.ir is not None else None
+    changes = _history(trace, kernel, until)
     if args.pattern is not None:
-        pattern = regex(args.pattern)
-        found = pattern_history(changes, pattern)
-        matches = sum(1 for line in final_text(changes).splitlines() if pattern.search(line))
-        if args.json:
-            print_json(json_view.pattern_history(kernel, args.pattern, found, matches))
-        else:
-            blame_view.write_history(sys.stdout, kernel, args.pattern, found, matches)
-        return 0 if found.matched else 1
+        return _blame_pattern(kernel, changes, args.pattern, args.json)
     lines = blame_lines(changes)
     if args.json:
-        print_json(json_view.blamed_lines(kernel, until, lines))
+        print_json(json_view.blamed_lines(kernel, until.seq if until is not None else None, lines))
     else:
         blame_view.write_lines(sys.stdout, lines)
     return 0
 
 
-def _blame_source(trace: Any, kernel: Any, as_json: bool) -> int:
+def _history(trace: Trace, kernel: KernelTrace, until: PassRecord | None) -> list[Any]:
+    """The kernel's IR history up to until; a UsageError when until worked on another module."""
+    changes = queries.blame_history(trace, kernel, until)
+    if until is not None and queries.off_history(trace, changes, until):
+        names = ", ".join(queries.module_functions(trace, until)) or "?"
+        raise UsageError(
+            f"{trace.path}: pass {until.seq} {until.name} worked on another module ({names}), not the kernel's IR, so its lines have "
+            f"no place in the kernel's history; `lower-trace show {trace.path} -k {kernel.kernel_id} -p {until.seq}` shows its diff"
+        )
+    return changes
+
+
+def _blamed_pass(trace: Trace, kernel: KernelTrace, key: str) -> PassRecord:
+    """blame --ir PASS: the one pass it names (codegen steps are not IR), or a UsageError."""
+    steps = [s for s in queries.select_steps([kernel], key)[kernel.kernel_id] if isinstance(s, PassRecord)]
+    if not steps:
+        raise no_pass(trace, key, f"kernel {kernel.kernel_id} ({kernel.name}, passes 0-{len(kernel.passes) - 1})")
+    if len(steps) > 1:
+        numbers = ", ".join(f"{s.seq} ({s.name})" for s in steps[:12]) + (", ..." if len(steps) > 12 else "")
+        raise UsageError(f"{trace.path}: --ir {key!r} names {len(steps)} passes of kernel {kernel.kernel_id}; pick one by number: {numbers}")
+    return steps[0]
+
+
+def _blame_pattern(kernel: KernelTrace, changes: list[Any], pattern: str, as_json: bool) -> int:
+    """blame PATTERN: the history of the lines it matches; exit status 1 when no line ever matched."""
+    from lower_trace.render import blame_view, json_view
+
+    found, matches = queries.pattern_answer(changes, regex(pattern))
+    if as_json:
+        print_json(json_view.pattern_history(kernel, pattern, found, matches))
+    else:
+        blame_view.write_history(sys.stdout, kernel, pattern, found, matches)
+    return 0 if found.matched else 1
+
+
+def _blame_source(trace: Trace, kernel: KernelTrace, args: argparse.Namespace) -> int:
     """blame --source: each line of the generated source with the pass that made the TIR line it
     comes from and its origin in the user's program."""
-    from lower_trace.analysis.origins import source_owner
     from lower_trace.cli.where_command import origins_of
     from lower_trace.render import origins_view
 
-    result = origins_of(trace, kernel)
-    steps = [step for step in kernel.codegen if step.seq in result.sources]
-    if not steps:
+    if args.pattern is not None or args.ir is not None:
+        raise UsageError("--source blames the generated source line by line; a PATTERN and --ir do not apply to it")
+    found = queries.source_blame(origins_of(trace, kernel), kernel)
+    if not found:
         raise UsageError(f"{trace.path}: kernel {kernel.kernel_id} ({kernel.name}) has no generated source in this trace")
-    found = []
-    for step in steps:
-        entry = result.sources[step.seq]
-        owners = [source_owner(result, step, i) for i in range(len(entry.origins))]
-        found.append((step, entry, owners))
-    if as_json:
+    if args.json:
         print_json([
-            {"role": step.role, "language": step.language, "lines": origins_view.lines_json(entry.text, entry.origins, owners)}
-            for step, entry, owners in found
+            {"role": s.step.role, "language": s.step.language, "lines": origins_view.lines_json(s.entry.text, s.entry.origins, s.owners)}
+            for s in found
         ])
         return 0
-    for step, entry, owners in found:
+    for s in found:
         if len(found) > 1:
-            sys.stdout.write(f"== {step.role} source ({step.language}) ==\n")
-        origins_view.write_with_origins(sys.stdout, entry.text, entry.origins, owners)
+            sys.stdout.write(f"== {s.step.role} source ({s.step.language}) ==\n")
+        origins_view.write_with_origins(sys.stdout, s.entry.text, s.entry.origins, s.owners)
     return 0
 
 
 def add_parsers(sub: Any) -> None:
-    blame = sub.add_parser("blame", help="which pass made a line of the IR", description=cmd_blame.__doc__)
+    blame = sub.add_parser("blame", intermixed=True, help="which pass made a line of the IR", description=cmd_blame.__doc__)
     add_trace(blame)
     blame.add_argument("pattern", nargs="?", metavar="PATTERN", help="a regex: the history of the lines it matches")
     add_kernel(blame)

@@ -17,37 +17,12 @@ def cmd_device(args: argparse.Namespace) -> int:
     """Compile the stored generated source of each kernel (or its working copy, edited or not) with
     the flags TileLang uses for its target, and add PTX, SASS and ptxas' resource usage to the
     trace and its report; a kernel traced through TileLang's own nvcc call only gets its SASS."""
-    from lower_trace.integrations.nvcc.toolchain import ToolMissing
     from lower_trace.render import device_view
-    from lower_trace.render.progress import Progress
     from lower_trace.render.report.from_trace import write_report
-    from lower_trace.rerun.device_build import build_device_stage
 
     trace = load_trace(args.trace)
-    kernels = kernels_of(trace, args.kernel)
-    bar: Progress | None = None
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None and total > 1 and sys.stderr.isatty():
-            bar = Progress(sys.stderr, total, "compiling")
-        if bar is not None:
-            bar.update(done)
-
-    try:
-        outcomes = build_device_stage(trace, kernels, jobs=args.jobs, working_copy=args.working_copy, rebuild=args.rebuild, progress=progress)
-    except ToolMissing as exc:
-        raise UsageError(f"lower-trace device: {exc}") from None
-    finally:
-        if bar is not None:
-            bar.close()
-    if not any(o.record is not None or o.kernel.device_stage is not None for o in outcomes):
-        said = "; ".join(f"{o.kernel.kernel_id} {o.kernel.name} {o.problem}" for o in outcomes[:3]) + ("; ..." if len(outcomes) > 3 else "")
-        raise UsageError(f"{trace.path}: no device stage to build or show: {said}")
-    for outcome in outcomes:
-        problem = outcome.problem or (outcome.record.error if outcome.record is not None else "")
-        if problem:
-            sys.stderr.write(f"lower-trace: {outcome.kernel.kernel_id} {outcome.kernel.name}: {problem}\n")
+    outcomes = _build(trace, kernels_of(trace, args.kernel), args)
+    _say_problems(trace, outcomes)
     trace = load_trace(trace.path)
     summaries = [s for s in (device_summary(trace, k) for k in kernels_of(trace, args.kernel)) if s is not None]
     if any(o.record is not None for o in outcomes):
@@ -60,29 +35,80 @@ def cmd_device(args: argparse.Namespace) -> int:
     return 0 if summaries else 1
 
 
+def _say_problems(trace: Trace, outcomes: list[Any]) -> None:
+    """A UsageError when no kernel has a device stage now; else a line on stderr per kernel whose build had a problem."""
+    if not any(o.record is not None or o.kernel.device_stage is not None for o in outcomes):
+        said = "; ".join(f"{o.kernel.kernel_id} {o.kernel.name} {o.problem}" for o in outcomes[:3]) + ("; ..." if len(outcomes) > 3 else "")
+        raise UsageError(f"{trace.path}: no device stage to build or show: {said}")
+    for outcome in outcomes:
+        problem = outcome.problem or (outcome.record.error if outcome.record is not None else "")
+        if problem:
+            sys.stderr.write(f"lower-trace: {outcome.kernel.kernel_id} {outcome.kernel.name}: {problem}\n")
+
+
+def _build(trace: Trace, kernels: list[KernelTrace], args: argparse.Namespace) -> list[Any]:
+    """Each kernel's device stage built (rerun/device_build.py), with a progress bar on a terminal."""
+    from lower_trace.integrations.nvcc.toolchain import ToolMissing
+    from lower_trace.render.progress import Progress
+    from lower_trace.rerun.device_build import build_device_stage
+
+    bar: Progress | None = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None and total > 1 and sys.stderr.isatty():
+            bar = Progress(sys.stderr, total, "compiling")
+        if bar is not None:
+            bar.update(done)
+
+    try:
+        return build_device_stage(trace, kernels, jobs=args.jobs, working_copy=args.working_copy, rebuild=args.rebuild, progress=progress)
+    except ToolMissing as exc:
+        raise UsageError(f"lower-trace device: {exc}") from None
+    finally:
+        if bar is not None:
+            bar.close()
+
+
 def show_device(trace: Trace, kernels: list[KernelTrace], args: argparse.Namespace) -> int:
     """show --device (the summary), --sass / --ptx (the listing, with --origins their pass and line)."""
-    from lower_trace.render import device_view
 
     summaries = [(k, device_summary(trace, k)) for k in kernels]
     if all(s is None for _, s in summaries):
-        compilable = [k.kernel_id for k in kernels if cuda_source_step(k) is not None]
-        if compilable:
-            raise UsageError(f"{trace.path}: no device stage for {', '.join(compilable)} yet; `lower-trace device {trace.path}` compiles it")
-        named = ", ".join(f"{k.kernel_id} ({k.name}, {k.target or 'no target'})" for k in kernels)
-        raise UsageError(f"{trace.path}: {named}: no CUDA source, so no device stage (a CPU or host-only kernel)")
+        raise _no_device_stage(trace, kernels)
     if args.device:
-        if args.json:
-            print_json({"kernels": [device_view.summary_json(s) for _, s in summaries if s is not None]})
-        else:
-            for _, summary in summaries:
-                if summary is not None:
-                    device_view.write_summary(sys.stdout, summary)
-        return 0
+        return _show_summaries([s for _, s in summaries if s is not None], args.json)
     if len(kernels) != 1:
         raise UsageError(f"{trace.path}: --sass and --ptx need one kernel; pick it with -k: {', '.join(k.kernel_id for k in kernels)}")
     kernel, summary = summaries[0]
     assert summary is not None
+    return _show_listing(trace, kernel, summary, args)
+
+
+def _show_summaries(summaries: list[Any], as_json: bool) -> int:
+    """show --device: each kernel's registers, spills, shared memory, occupancy."""
+    from lower_trace.render import device_view
+
+    if as_json:
+        print_json({"kernels": [device_view.summary_json(s) for s in summaries]})
+    else:
+        for summary in summaries:
+            device_view.write_summary(sys.stdout, summary)
+    return 0
+
+
+def _no_device_stage(trace: Trace, kernels: list[KernelTrace]) -> UsageError:
+    compilable = [k.kernel_id for k in kernels if cuda_source_step(k) is not None]
+    if compilable:
+        return UsageError(f"{trace.path}: no device stage for {', '.join(compilable)} yet; `lower-trace device {trace.path}` compiles it")
+    named = ", ".join(f"{k.kernel_id} ({k.name}, {k.target or 'no target'})" for k in kernels)
+    return UsageError(f"{trace.path}: {named}: no CUDA source, so no device stage (a CPU or host-only kernel)")
+
+
+def _show_listing(trace: Trace, kernel: KernelTrace, summary: Any, args: argparse.Namespace) -> int:
+    """show --sass / --ptx: one kernel's listing, each instruction with its CUDA line."""
+    from lower_trace.render import device_view
+
     which = "sass" if args.sass else "ptx"
     if not (summary.record.sass if which == "sass" else summary.record.ptx):
         command = f"lower-trace device {trace.path} -k {kernel.kernel_id}"

@@ -1,5 +1,5 @@
 """The ``lower-trace`` command: the parser assembled from each command family's module
-(run_script, traces, edits, answers, where_command, rerun, bisect_command, device_command,
+(run_script, traces, edits, answers, where_command, repro_command, bisect_command, device_command,
 reduce_command, regress_command), and the one-line errors."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from lower_trace import __version__
-from lower_trace.cli import answers, bisect_command, device_command, edits, reduce_command, regress_command, rerun, run_script, traces, where_command
+from lower_trace.cli import answers, bisect_command, device_command, edits, reduce_command, regress_command, repro_command, run_script, traces, where_command
 from lower_trace.cli.selection import UsageError
 from lower_trace.store.layout import TraceNotFound
 from lower_trace.store.reader import TraceDamaged
@@ -22,7 +22,24 @@ def _fail(message: str) -> int:
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage mistakes are one line, as every other error of lower-trace (argparse prints its usage block)."""
+    """Usage mistakes are one line, as every other error of lower-trace (argparse prints its usage block).
+    A command made with intermixed=True takes its positionals after its options too (`blame DIR -k K
+    REGEX`, `where DIR -k K FILE:LINE`): argparse's parse_intermixed_args, which a subcommand only gets
+    when its own parser asks for it."""
+
+    def __init__(self, *args: Any, intermixed: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._intermixed = intermixed
+        self._parsing_intermixed = False
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride] -- one body for typeshed's overloads
+        if not self._intermixed or self._parsing_intermixed:  # parse_known_intermixed_args calls this twice itself
+            return super().parse_known_args(args, namespace)
+        self._parsing_intermixed = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._parsing_intermixed = False
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -43,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     where_command.add_parser(sub)
     device_command.add_parser(sub)
     reduce_command.add_parser(sub)
-    rerun.add_parsers(sub)
+    repro_command.add_parsers(sub)
     bisect_command.add_parser(sub)
     regress_command.add_parser(sub)
     return parser
@@ -64,14 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
-        # `blame DIR -k K REGEX`: argparse takes a command's positionals only before its first option.
-        if getattr(args, "func", None) is answers.cmd_blame and args.pattern is None and len(extra) == 1 and not extra[0].startswith("-"):
-            args.pattern = extra[0]
-        elif getattr(args, "func", None) is where_command.cmd_where and args.location is None and len(extra) == 1 and not extra[0].startswith("-"):
-            args.location = extra[0]  # `where DIR -k K FILE:LINE`
-        else:
-            command = f"{parser.prog} {args.command}" if getattr(args, "command", None) else parser.prog
-            parser.exit(2, f"{command}: error: unrecognized arguments: {' '.join(extra)} (see {command} --help)\n")
+        command = f"{parser.prog} {args.command}" if getattr(args, "command", None) else parser.prog
+        parser.exit(2, f"{command}: error: unrecognized arguments: {' '.join(extra)} (see {command} --help)\n")
     try:
         if args.func is run_script.cmd_run:
             return run_script.cmd_run(args)  # the user's program: its warnings (and exceptions) are its own

@@ -80,7 +80,7 @@ def _is_reproducer(path: str) -> bool:
 
 
 def _write_reproducer(args: argparse.Namespace, scratch: str) -> str:
-    from lower_trace.cli.rerun import _compiler, _one_kernel, _one_pass, _plan
+    from lower_trace.cli.repro_command import _compiler, _one_kernel, _one_pass, _plan
     from lower_trace.store.reader import load_trace
 
     trace = load_trace(args.trace)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import re
 
+from lower_trace.analysis.queries import name_pattern
 from lower_trace.config import default_trace_dir
-from lower_trace.model import CodegenRecord, KernelTrace, PassRecord, Trace
+from lower_trace.model import KernelTrace, Trace, kernel_list
 from lower_trace.store.reader import load_trace
 
 
@@ -23,35 +24,11 @@ def kernels_of(trace: Trace, key: str | None) -> list[KernelTrace]:
         raise UsageError(f"{trace.path}: {exc}") from None
 
 
-def step_name(step: PassRecord | CodegenRecord) -> str:
-    return step.function if isinstance(step, CodegenRecord) else step.name
-
-
-def name_pattern(key: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(key, re.IGNORECASE)
-    except re.error:
-        return None
-
-
-def select_steps(kernels: list[KernelTrace], key: str) -> dict[str, list[PassRecord | CodegenRecord]]:
-    """The steps PASS names, per kernel: a sequence number; else the exact name; else the name
-    without its namespace (LowerTileOp for tl.LowerTileOp); else a regex searched in the names
-    (case-insensitive). The first of these that matches anything decides, in every kernel alike."""
-    if key.isdigit():
-        return {k.kernel_id: [s for s in k.steps if s.seq == int(key)] for k in kernels}
-    pattern = name_pattern(key)
-    tests = (
-        lambda name: name == key,
-        lambda name: name.rsplit(".", 1)[-1] == key,
-        lambda name: pattern is not None and pattern.search(name) is not None,
-    )
-    chosen: dict[str, list[PassRecord | CodegenRecord]] = {}
-    for test in tests:
-        chosen = {k.kernel_id: [s for s in k.steps if test(step_name(s))] for k in kernels}
-        if any(chosen.values()):
-            break
-    return chosen
+def one_kernel(trace: Trace, kernels: list[KernelTrace], what: str) -> KernelTrace:
+    """The one kernel a command that reads one (blame, where, show --ir) was given, or a UsageError listing them."""
+    if len(kernels) != 1:
+        raise UsageError(f"{trace.path}: {what} needs one kernel; pick it by id with -k: {kernel_list(kernels)}")
+    return kernels[0]
 
 
 def regex(pattern: str, option: str = "") -> re.Pattern[str]:

@@ -7,10 +7,11 @@ import os
 import sys
 from typing import Any
 
+from lower_trace.analysis import queries
 from lower_trace.cli import device_command
 from lower_trace.cli.options import add_color, add_context, add_kernel, add_trace, color_wanted_by, print_json
-from lower_trace.cli.selection import UsageError, kernels_of, no_pass, select_steps, step_name
-from lower_trace.model import CodegenRecord, KernelTrace, Trace, kernel_list
+from lower_trace.cli.selection import UsageError, kernels_of, no_pass, one_kernel
+from lower_trace.model import KernelTrace, Trace
 from lower_trace.render.device_view import SORT_KEYS
 from lower_trace.store.layout import TraceNotFound, list_runs
 from lower_trace.store.reader import load_trace
@@ -18,8 +19,6 @@ from lower_trace.store.reader import load_trace
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Print a stored trace in the terminal: the pass table, the diffs, the generated source."""
-    from lower_trace.render.terminal import TerminalRenderer
-
     trace = load_trace(args.trace)
     kernels = kernels_of(trace, args.kernel)
     if args.timing:
@@ -28,44 +27,60 @@ def cmd_show(args: argparse.Namespace) -> int:
         return show_timing(trace, kernels, args.json)
     if args.device or args.sass or args.ptx:
         return device_command.show_device(trace, kernels, args)
-    if args.origins and args.ir is None:
+    if args.ir is not None:
+        return _show_ir(trace, kernels, args)
+    if args.origins:
         raise UsageError("--origins goes with --ir PASS, --sass or --ptx: each line with the line of your program it comes from")
+    return _show_passes(trace, kernels, args)
+
+
+def _renderer(trace: Trace, args: argparse.Namespace) -> Any:
+    from lower_trace.render.terminal import TerminalRenderer
+
     renderer = TerminalRenderer(sys.stdout, color=color_wanted_by(args), context=args.context)
     renderer.trace_path = trace.path
-    if args.ir is not None:
-        if len(kernels) != 1:
-            raise UsageError(f"{trace.path}: --ir needs one kernel; pick it by id with -k: {kernel_list(kernels)}")
-        kernel = kernels[0]
-        steps = select_steps(kernels, args.ir)[kernel.kernel_id]
-        if not steps:
-            raise no_pass(trace, args.ir, f"kernel {kernel.kernel_id} ({kernel.name})")
-        if len(steps) > 1:
-            if len({step_name(s) for s in steps}) == 1:
-                said, numbers = f"are named {step_name(steps[0])!r}", ", ".join(str(s.seq) for s in steps)
-            else:
-                said, numbers = f"match {args.ir!r}", ", ".join(f"{s.seq} ({step_name(s)})" for s in steps)
-            raise UsageError(f"{trace.path}: {len(steps)} passes of kernel {kernel.kernel_id} {said}; pick one by number: {numbers}")
-        step = steps[0]
-        digest = step.source if isinstance(step, CodegenRecord) else (step.after or step.before)
-        if args.origins:
-            return _show_with_origins(trace, kernel, step, trace.snapshot(digest), args.json)
-        if args.json:
-            from lower_trace.render.json_view import ir_text_json
+    return renderer
 
-            print_json(ir_text_json(trace, kernel, step, trace.snapshot(digest)))
-            return 0
-        renderer.render_snapshot(trace.snapshot(digest))
+
+def _show_ir(trace: Trace, kernels: list[KernelTrace], args: argparse.Namespace) -> int:
+    """show --ir PASS: the IR after one step of one kernel (its source, for codegen)."""
+    kernel = one_kernel(trace, kernels, "--ir")
+    step = _one_step(trace, kernel, args.ir)
+    text = trace.snapshot(queries.shown_digest(step))
+    if args.origins:
+        return _show_with_origins(trace, kernel, step, text, args.json)
+    if args.json:
+        from lower_trace.render.json_view import ir_text_json
+
+        print_json(ir_text_json(trace, kernel, step, text))
         return 0
-    only: dict[str, set[int]] | None = None
-    if args.pass_:
-        only = {kernel_id: {s.seq for s in steps} for kernel_id, steps in select_steps(kernels, args.pass_).items()}
-        if not any(only.values()):
-            raise no_pass(trace, args.pass_, f"kernel {kernels[0].kernel_id} ({kernels[0].name})" if len(kernels) == 1 else "this run")
+    _renderer(trace, args).render_snapshot(text)
+    return 0
+
+
+def _one_step(trace: Trace, kernel: KernelTrace, key: str) -> queries.Step:
+    """The one step of kernel that PASS names, or a UsageError that lists the candidates."""
+    steps = queries.select_steps([kernel], key)[kernel.kernel_id]
+    if not steps:
+        raise no_pass(trace, key, f"kernel {kernel.kernel_id} ({kernel.name})")
+    if len(steps) > 1:
+        if len({queries.step_name(s) for s in steps}) == 1:
+            said, numbers = f"are named {queries.step_name(steps[0])!r}", ", ".join(str(s.seq) for s in steps)
+        else:
+            said, numbers = f"match {key!r}", ", ".join(f"{s.seq} ({queries.step_name(s)})" for s in steps)
+        raise UsageError(f"{trace.path}: {len(steps)} passes of kernel {kernel.kernel_id} {said}; pick one by number: {numbers}")
+    return steps[0]
+
+
+def _show_passes(trace: Trace, kernels: list[KernelTrace], args: argparse.Namespace) -> int:
+    """show [-p PASS]: the pass table of each kernel, with the diffs and the generated source."""
+    only = _only(trace, kernels, args.pass_) if args.pass_ else None
     if args.json:
         from lower_trace.render.json_view import showing
 
         print_json(showing(trace, kernels, only, args.changed))
         return 0
+    renderer = _renderer(trace, args)
     for kernel in kernels:
         if only is not None and not only[kernel.kernel_id]:
             continue  # the pass is not in this kernel: no empty table for it
@@ -78,6 +93,14 @@ def cmd_show(args: argparse.Namespace) -> int:
             show_source=not (args.no_source or args.no_diff),
         )
     return 0
+
+
+def _only(trace: Trace, kernels: list[KernelTrace], key: str) -> dict[str, set[int]]:
+    """show -p PASS: the steps it names, per kernel; a UsageError when it names none in any."""
+    only = queries.selected_seqs(kernels, key)
+    if not any(only.values()):
+        raise no_pass(trace, key, f"kernel {kernels[0].kernel_id} ({kernels[0].name})" if len(kernels) == 1 else "this run")
+    return only
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -155,24 +178,19 @@ def show_timing(trace: Trace, kernels: list[KernelTrace], as_json: bool) -> int:
     return 0
 
 
-def _show_with_origins(trace: Trace, kernel: Any, step: Any, text: str, as_json: bool) -> int:
+def _show_with_origins(trace: Trace, kernel: KernelTrace, step: queries.Step, text: str, as_json: bool) -> int:
     """show --ir PASS --origins: the IR (or source) with, per line, the line of the user's program it comes from."""
     from lower_trace.cli.where_command import origins_of
     from lower_trace.render import origins_view
 
-    result = origins_of(trace, kernel)
-    if isinstance(step, CodegenRecord):
-        entry = result.sources.get(step.seq)
-        origins = entry.origins if entry is not None else []
-    else:
-        origins = result.of_text(text)
-        if text not in result.texts:
-            # Passes an enclosing pass runs on a helper module of its own (tl.LowerTileOp's _gemm_ssr)
-            # are not on the kernel's history, whose changes the origins follow.
-            sys.stderr.write(
-                f"lower-trace: the IR after #{step.seq} {step.name} is not on kernel {kernel.kernel_id}'s history"
-                " (a helper module an enclosing pass ran it on): its lines have no origins\n"
-            )
+    origins, on_history = queries.step_origins(origins_of(trace, kernel), step, text)
+    if not on_history:
+        # Passes an enclosing pass runs on a helper module of its own (tl.LowerTileOp's _gemm_ssr)
+        # are not on the kernel's history, whose changes the origins follow.
+        sys.stderr.write(
+            f"lower-trace: the IR after #{step.seq} {queries.step_name(step)} is not on kernel {kernel.kernel_id}'s history"
+            " (a helper module an enclosing pass ran it on): its lines have no origins\n"
+        )
     if as_json:
         print_json({"kernel": kernel.kernel_id, "step": step.seq, "lines": origins_view.lines_json(text, origins)})
     else:

@@ -10,11 +10,12 @@ import re
 import sys
 from typing import Any
 
-from lower_trace.analysis.origins import KernelOrigins, called_helper_lines, helper_call_sites, lines_from, trace_origins
+from lower_trace.analysis import queries
+from lower_trace.analysis.origins import KernelOrigins, trace_origins
 from lower_trace.cli.options import add_kernel, add_trace, print_json
-from lower_trace.cli.selection import UsageError, kernels_of
+from lower_trace.cli.selection import UsageError, kernels_of, one_kernel
 from lower_trace.config import default_trace_dir
-from lower_trace.model import KernelTrace, Trace, kernel_list
+from lower_trace.model import KernelTrace, Trace
 from lower_trace.render import origins_view
 from lower_trace.store.reader import load_trace
 
@@ -53,46 +54,36 @@ def cmd_where(args: argparse.Namespace) -> int:
             raise UsageError("where needs a line of your program: lower-trace where [TRACE] -k KERNEL FILE:LINE")
         args.trace, args.location = default_trace_dir(), args.trace  # `where -k K FILE:LINE`: the default folder
     trace = load_trace(args.trace)
-    kernels = kernels_of(trace, args.kernel)
-    if len(kernels) != 1:
-        raise UsageError(f"{trace.path}: where needs one kernel; pick it by id with -k: {kernel_list(kernels)}")
-    kernel = kernels[0]
+    kernel = one_kernel(trace, kernels_of(trace, args.kernel), "where")
     wanted, line = _location(args.location)
     result = origins_of(trace, kernel)
-    files = sorted({o.file for origins in result.texts.values() for o in origins if o is not None})
+    file = _traced_file(trace, kernel, queries.traced_files(result), wanted)
+    source = trace.source_text(file)
+    if source is not None and line > len(source.splitlines()):
+        raise UsageError(f"{file} had {len(source.splitlines())} lines when kernel {kernel.kernel_id} was traced; line {line} is past its end")
+    answer = queries.where_answer(result, kernel, file, line, source)
+    said = (kernel, file, line, answer.final, answer.sources, answer.events, answer.helper, answer.called)
+    if args.json:
+        print_json(origins_view.where_json(*said))
+    else:
+        origins_view.write_where(sys.stdout, *said)
+    return 0 if answer.found else 1
+
+
+def _traced_file(trace: Trace, kernel: KernelTrace, files: list[str], wanted: str) -> str:
+    """The one traced file FILE names, or a UsageError listing the files the kernel's lines come from."""
     named = [file for file in files if _matches(file, wanted)]
     if not named:
         raise UsageError(f"{trace.path}: no line of kernel {kernel.kernel_id} comes from {wanted}; its lines come from {', '.join(files) or 'no file'}")
     if len(named) > 1:
         raise UsageError(f"{wanted} names {len(named)} traced files ({', '.join(named)}); give more of the path")
-    file = named[0]
-    source = trace.source_text(file)
-    if source is not None and line > len(source.splitlines()):
-        raise UsageError(f"{file} had {len(source.splitlines())} lines when kernel {kernel.kernel_id} was traced; line {line} is past its end")
-    final_text = result.final_text()
-    final = lines_from(final_text, result.of_text(final_text), file, line)
-    sources = []
-    for step in kernel.codegen:
-        entry = result.sources.get(step.seq)
-        if entry is not None:
-            sources.append((step.role, lines_from(entry.text, entry.origins, file, line)))
-    events = result.line_history(file, line)
-    found = bool(final) or any(found for _, found in sources)
-    helper: tuple[str, list[int]] = ("", [])
-    called: tuple[str, list[int]] = ("", [])
-    if not found and source is not None:  # a helper's line whose code is the call's, or a call whose code is the helper's
-        used = {o.line for origins in result.texts.values() for o in origins if o is not None and o.file == file}
-        helper = helper_call_sites(source, line, used)
-        called = called_helper_lines(source, line, used) if not helper[0] else called
-    if args.json:
-        print_json(origins_view.where_json(kernel, file, line, final, sources, events, helper, called))
-    else:
-        origins_view.write_where(sys.stdout, kernel, file, line, final, sources, events, helper, called)
-    return 0 if found else 1
+    return named[0]
 
 
 def add_parser(sub: Any) -> None:
-    where = sub.add_parser("where", help="which lines of the IR and generated source come from a line of your program", description=cmd_where.__doc__)
+    where = sub.add_parser(
+        "where", intermixed=True, help="which lines of the IR and generated source come from a line of your program", description=cmd_where.__doc__,
+    )
     add_trace(where)
     where.add_argument("location", nargs="?", metavar="FILE:LINE", help="a line of your program, e.g. my_kernel.py:29 (the path's tail is enough)")
     add_kernel(where)

@@ -9,8 +9,9 @@ import os
 import sys
 from typing import Any
 
+from lower_trace.analysis.queries import select_steps
 from lower_trace.cli.options import add_color, add_context, add_kernel, add_trace, color_wanted_by
-from lower_trace.cli.selection import UsageError, kernels_of, no_pass, select_steps
+from lower_trace.cli.selection import UsageError, kernels_of, no_pass
 from lower_trace.model import KernelTrace, PassBuild, PassRecord, PassStatus, Trace
 from lower_trace.rerun import repro
 from lower_trace.store.reader import load_trace
@@ -71,15 +72,8 @@ def cmd_repro(args: argparse.Namespace) -> int:
     trace = load_trace(args.trace)
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise UsageError(f"-o {args.output}: a file is there; name a folder (it is created)")
-    kernels = kernels_of(trace, args.kernel)
     chosen = args.pass_ is not None
-    if chosen:
-        kernel = _one_kernel(trace, args.kernel, "repro -p")
-        targets = [(kernel, _one_pass(trace, kernel, args.pass_))]
-    else:
-        targets = [(k, p) for k in kernels for p in k.passes if p.status is PassStatus.FAILED or p.crashed]
-        if not targets:
-            raise UsageError(f"{trace.path}: no pass failed here; name one with -k KERNEL -p PASS to write a script that reruns it")
+    targets = _repro_targets(trace, args)
     compiler = _compiler()
     written = 0
     for kernel, record in targets:
@@ -95,6 +89,18 @@ def cmd_repro(args: argparse.Namespace) -> int:
         rerun_view.write_repro(sys.stdout, kernel, record, repro.command(folder), why)
         written += 1
     return 0 if written else 1
+
+
+def _repro_targets(trace: Trace, args: argparse.Namespace) -> list[tuple[KernelTrace, PassRecord]]:
+    """The passes repro writes a reproducer of: -p PASS of one kernel, else every failed (or crashed) pass."""
+    kernels = kernels_of(trace, args.kernel)
+    if args.pass_ is not None:
+        kernel = _one_kernel(trace, args.kernel, "repro -p")
+        return [(kernel, _one_pass(trace, kernel, args.pass_))]
+    targets = [(k, p) for k in kernels for p in k.passes if p.status is PassStatus.FAILED or p.crashed]
+    if not targets:
+        raise UsageError(f"{trace.path}: no pass failed here; name one with -k KERNEL -p PASS to write a script that reruns it")
+    return targets
 
 
 def _builder(kernel: KernelTrace, compiler: Any) -> Any:
@@ -113,22 +119,9 @@ def _builder(kernel: KernelTrace, compiler: Any) -> Any:
 
 def _plan(trace: Trace, kernel: KernelTrace, record: PassRecord, compiler: Any, from_: str | None) -> tuple[list[PassBuild], PassRecord, str]:
     """(the passes a reproducer of record runs, the pass whose input it starts from, why so)."""
-    where = f"{kernel.kernel_id} {record.seq} {record.name}"
     build = _builder(kernel, compiler)
-    runs, why = record, ""
-    made = build(record)
-    if isinstance(made, str):
-        runs = next((p for p in _enclosing(kernel, record)[1:] if p.input and not isinstance(build(p), str)), record)
-        if runs is record:
-            raise UsageError(f"{where}: {made}, nor can a pass around it")
-        why = f"{made}, so this runs the pass it is nested in, {runs.name}."
-    if from_ is not None:
-        start = _one_pass(trace, kernel, from_)
-        stretch = [p for p in kernel.passes if p.parent == runs.parent and start.seq <= p.seq <= runs.seq]
-        if start not in stretch:
-            raise UsageError(f"--from {from_}: {start.seq} {start.name} is not an earlier pass of the pipeline {runs.seq} {runs.name} runs in")
-    else:
-        start, stretch = runs, [runs]
+    runs, why = _runner(kernel, record, build)
+    start, stretch = _stretch_from(trace, kernel, runs, from_) if from_ is not None else (runs, [runs])
     if not start.input or not trace.ir_json(start.input):
         raise UsageError(f"the input of {start.seq} {start.name} ({kernel.kernel_id}) was not kept; {REPLAY_HINT}")
     builds = [build(p) for p in stretch]
@@ -136,6 +129,27 @@ def _plan(trace: Trace, kernel: KernelTrace, record: PassRecord, compiler: Any, 
     if missing is not None:
         raise UsageError(f"{missing[0].seq} {missing[1]}; start after it")
     return [b for b in builds if isinstance(b, PassBuild)], start, why
+
+
+def _runner(kernel: KernelTrace, record: PassRecord, build: Any) -> tuple[PassRecord, str]:
+    """The pass a reproducer of record runs (record, or the nearest pass around it that can be
+    built where it cannot), and why so."""
+    made = build(record)
+    if not isinstance(made, str):
+        return record, ""
+    runs = next((p for p in _enclosing(kernel, record)[1:] if p.input and not isinstance(build(p), str)), record)
+    if runs is record:
+        raise UsageError(f"{kernel.kernel_id} {record.seq} {record.name}: {made}, nor can a pass around it")
+    return runs, f"{made}, so this runs the pass it is nested in, {runs.name}."
+
+
+def _stretch_from(trace: Trace, kernel: KernelTrace, runs: PassRecord, from_: str) -> tuple[PassRecord, list[PassRecord]]:
+    """repro --from PASS: that earlier pass, and the passes from it to runs at runs' nesting level."""
+    start = _one_pass(trace, kernel, from_)
+    stretch = [p for p in kernel.passes if p.parent == runs.parent and start.seq <= p.seq <= runs.seq]
+    if start not in stretch:
+        raise UsageError(f"--from {from_}: {start.seq} {start.name} is not an earlier pass of the pipeline {runs.seq} {runs.name} runs in")
+    return start, stretch
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -146,30 +160,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     trace = load_trace(args.trace)
     kernel = _one_kernel(trace, args.kernel, "replay")
-    if args.pass_ is None and args.from_ is None and args.until is None:
-        raise UsageError("name the pass to replay with -p PASS (or a stretch with --from PASS --until PASS)")
-    if args.pass_ is not None and (args.from_ is not None or args.until is not None):
-        raise UsageError("-p replays one pass, --from / --until a stretch: give one or the other")
-    first = _one_pass(trace, kernel, args.pass_ or args.from_ or _first_at_level(kernel, args.until, trace))
-    last = _one_pass(trace, kernel, args.until) if args.until else first if args.pass_ else _last_at_level(kernel, first)
-    if last.seq < first.seq:
-        raise UsageError(f"--from {first.seq} {first.name} comes after --until {last.seq} {last.name}; swap them")
-    stretch = [p for p in kernel.passes if p.parent == first.parent and first.seq <= p.seq <= last.seq]
-    if last not in stretch:
-        raise UsageError(f"{trace.path}: {first.seq} {first.name} and {last.seq} {last.name} are not at one nesting level; pick passes of one pipeline")
-    if not first.input:
-        raise UsageError(f"{trace.path}: the input of {first.seq} {first.name} was not kept; {REPLAY_HINT}")
+    first, last, stretch = _replayed(trace, kernel, args)
     compiler = _compiler()
     if compiler is None:
         raise UsageError("replay reruns the compiler: run it where TileLang (or TVM) is installed")
-    build = _builder(kernel, compiler)
-    builds = []
-    for record in stretch:
-        made = build(record)
-        if isinstance(made, str):
-            alone = "so it cannot be replayed alone" if len(stretch) == 1 else "replay a stretch without it"
-            raise UsageError(f"{record.seq} {made}; {alone}")
-        builds.append(made)
+    builds = _replay_builds(kernel, compiler, stretch)
     mod, note = compiler.load_module(trace.ir_json(first.input))
     what = f"{first.seq} {first.name}" + (f" .. {last.seq} {last.name} ({len(stretch)} passes)" if last is not first else "")
     try:
@@ -180,6 +175,41 @@ def cmd_replay(args: argparse.Namespace) -> int:
     now = compiler.print_module(mod)
     same = rerun_view.write_replay_output(sys.stdout, what, last, now, trace.snapshot, note, color_wanted_by(args), args.context)
     return 0 if same else 1
+
+
+def _replayed(trace: Trace, kernel: KernelTrace, args: argparse.Namespace) -> tuple[PassRecord, PassRecord, list[PassRecord]]:
+    """The passes replay reruns: -p PASS, or --from / --until a stretch at one nesting level (first, last, all of them)."""
+    _check_replay_options(args)
+    first = _one_pass(trace, kernel, args.pass_ or args.from_ or _first_at_level(kernel, args.until, trace))
+    last = _one_pass(trace, kernel, args.until) if args.until else first if args.pass_ else _last_at_level(kernel, first)
+    if last.seq < first.seq:
+        raise UsageError(f"--from {first.seq} {first.name} comes after --until {last.seq} {last.name}; swap them")
+    stretch = [p for p in kernel.passes if p.parent == first.parent and first.seq <= p.seq <= last.seq]
+    if last not in stretch:
+        raise UsageError(f"{trace.path}: {first.seq} {first.name} and {last.seq} {last.name} are not at one nesting level; pick passes of one pipeline")
+    if not first.input:
+        raise UsageError(f"{trace.path}: the input of {first.seq} {first.name} was not kept; {REPLAY_HINT}")
+    return first, last, stretch
+
+
+def _check_replay_options(args: argparse.Namespace) -> None:
+    if args.pass_ is None and args.from_ is None and args.until is None:
+        raise UsageError("name the pass to replay with -p PASS (or a stretch with --from PASS --until PASS)")
+    if args.pass_ is not None and (args.from_ is not None or args.until is not None):
+        raise UsageError("-p replays one pass, --from / --until a stretch: give one or the other")
+
+
+def _replay_builds(kernel: KernelTrace, compiler: Any, stretch: list[PassRecord]) -> list[PassBuild]:
+    """Each pass of the stretch built from Python; a UsageError for one that cannot be."""
+    build = _builder(kernel, compiler)
+    builds = []
+    for record in stretch:
+        made = build(record)
+        if isinstance(made, str):
+            alone = "so it cannot be replayed alone" if len(stretch) == 1 else "replay a stretch without it"
+            raise UsageError(f"{record.seq} {made}; {alone}")
+        builds.append(made)
+    return builds
 
 
 def _first_at_level(kernel: KernelTrace, until: str | None, trace: Trace) -> str:
