@@ -122,7 +122,8 @@ class KernelVerdict:
 _DEF = re.compile(r"^\s*def (\w+)\((.*?)\)(?:\s*->[^:]*)?:", re.S | re.M)
 
 
-_MATCH_BUFFER = re.compile(r"^\s*(\w+) = T\.match_buffer\(\w+, (\([^)]*\)|\[[^\]]*\]), \"(\w+)\"", re.M)
+# TVMScript leaves out a buffer's dtype when it is float32 (its default): no dtype means float32.
+_MATCH_BUFFER = re.compile(r"^\s*(\w+) = T\.match_buffer\(\w+, (\([^)]*\)|\[[^\]]*\])(?:, \"(\w+)\")?", re.M)
 
 
 def signature(kernel: KernelTrace, text_of: Callable[[str], str]) -> str:
@@ -135,7 +136,7 @@ def signature(kernel: KernelTrace, text_of: Callable[[str], str]) -> str:
     if match is None:
         return ""
     params = " ".join(match.group(2).split())
-    buffers = [f"{name}{' '.join(shape.split())} {dtype}" for name, shape, dtype in _MATCH_BUFFER.findall(text[match.end() :])]
+    buffers = [f"{name}{' '.join(shape.split())} {dtype or 'float32'}" for name, shape, dtype in _MATCH_BUFFER.findall(text[match.end() :])]
     return "; ".join([params, *buffers]) if buffers else params
 
 

@@ -162,12 +162,10 @@ SIGNATURES = [
         "copies", "guarded",
         "A_handle: T.handle, B_handle: T.handle, Blocks_handle: T.handle, C_handle: T.handle; "
         "A(128, 512) float16; B(512, 128) float16; Blocks(16,) int32; C(128, 128) float32",
-        marks=pytest.mark.xfail(strict=True, reason="regress.signature skips a buffer whose match_buffer line has no dtype (float32, TVMScript's default)"),
     ),
     pytest.param(
         "trace-format-1", "elementwise_add",
         "A_handle: T.handle, B_handle: T.handle, C_handle: T.handle; A(64, 64) float32; B(64, 64) float32; C(64, 64) float32",
-        marks=pytest.mark.xfail(strict=True, reason="regress.signature skips a buffer whose match_buffer line has no dtype (float32, TVMScript's default)"),
     ),
 ]  # fmt: skip
 
