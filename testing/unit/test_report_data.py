@@ -243,10 +243,8 @@ def test_title_and_placeholders_are_filled_once(tmp_path):
     head = html.split("<body>")[0]
     assert "<title>lower-trace: k&lt;/script&gt;&lt;script&gt;" in head
     assert not re.search(r"\{\{(title|css|data|scripts)\}\}", html)
-    # run data, the page's scripts, one kernel's payload and summary, the end marker.
-    from lower_trace.render.report.page import SCRIPTS
-
-    assert html.count("<script") == 4 + len(SCRIPTS) and html.count("</script>") == 4 + len(SCRIPTS)
+    # run data, the page's script (its modules bundled), one kernel's payload and summary, the end marker.
+    assert html.count("<script") == 5 and html.count("</script>") == 5
     header, (kernel,), _, _, _ = parse(html)
     assert kernel["name"] == EVIL_NAME and header["run"]["script"] == EVIL_NAME
 

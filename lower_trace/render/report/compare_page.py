@@ -17,12 +17,9 @@ from lower_trace.model import KernelTrace, PassRecord, Trace
 from lower_trace.model_json import to_json
 from lower_trace.render.compare_view import config_text, renaming_text
 from lower_trace.render.regress_cause_view import page_data
-from lower_trace.render.report.page import asset, block, escape_text, fill, json_for_script, page_rules
+from lower_trace.render.report.page import asset, block, escape_text, fill, json_for_script, page_rules, page_script
 from lower_trace.render.report.writer import pack
 from lower_trace.store.files import write_atomically
-
-# The page's JS, in the order it runs: the report's text, diff and view code, then the comparison's.
-SCRIPTS = ("state.js", "diff.js", "text.js", "blame.js", "blocks.js", "view.js", "compare.js", "compare_view.js", "compare_page.js", "compare_cause.js")
 
 
 def side_label(trace: Trace, kernel: KernelTrace) -> str:
@@ -79,7 +76,6 @@ def write_compare_page(path: str, result: Comparison, a: tuple[Trace, KernelTrac
     that pass's aligned row)."""
     path = os.path.abspath(path)
     header = {"rules": page_rules(), "labels": [side_label(*a), side_label(*b)], "cause": page_data(cause, result)}
-    scripts = "".join(block(f"\n{asset(name)}\n") for name in SCRIPTS)
     page = fill(
         asset("compare.html"),
         {
@@ -87,7 +83,7 @@ def write_compare_page(path: str, result: Comparison, a: tuple[Trace, KernelTrac
             "css": asset("report.css") + "\n" + asset("compare_cause.css"),
             "data": json_for_script(header),
             "payload": block(pack(comparison_data(result, a[1], b[1])), "application/octet-stream", "lt-payload", "lt-p0"),
-            "scripts": scripts,
+            "scripts": page_script("compare_page.js", "compare_cause.js"),  # the view, then regress's cause below it
         },
     )
     write_atomically(path, page)

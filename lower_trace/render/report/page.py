@@ -28,13 +28,8 @@ from lower_trace.device_model import DeviceSummary
 from lower_trace.model import CodegenRecord, EditStatus, KernelState, KernelTrace, RunInfo
 from lower_trace.model_json import to_json
 from lower_trace.render import device_view, terminal
+from lower_trace.render.report.bundle import bundle
 
-# What the page's JS is made of, in the order it runs (each its own script element).
-SCRIPTS = (
-    "state.js", "diff.js", "text.js", "blame.js", "blocks.js", "search.js", "kernels.js", "view.js",
-    "compare.js", "compare_view.js", "timing.js", "layout.js", "origins.js", "passlist.js", "report_views.js",
-    "report.js",
-)  # fmt: skip
 PAGE_FORMAT = 2  # 1: one data block + one snapshot pack; 2: append-only kernel blocks
 
 # What each edit status means, for the page. Keyed by model.EditStatus so that a
@@ -52,6 +47,13 @@ EDIT_BADGED = (EditStatus.PATCHED, EditStatus.REGENERATED, EditStatus.CONFLICT)
 @functools.cache
 def asset(name: str) -> str:
     return resources.files("lower_trace.render.report").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
+
+
+@functools.cache
+def page_script(*entries: str) -> str:
+    """A page's JS, one script element: the entry modules (assets/*.js) and every module they
+    import, bundled in their imports' order (bundle.py); the entries' exports are the page's globals."""
+    return block(f"\n{bundle(entries, asset)}\n")
 
 
 def json_for_script(data: Any) -> str:
@@ -121,14 +123,13 @@ def page_head(run: RunInfo, notes: list[str] | tuple[str, ...] = ()) -> str:
     header = to_json(run)
     header["notes"] = [*run.notes, *notes]
     data = {"format": PAGE_FORMAT, "run": header, "rules": page_rules()}
-    scripts = "".join(block(f"\n{asset(name)}\n") for name in SCRIPTS)
     return fill(
         asset("report.html"),
         {
             "title": escape_text(f"lower-trace: {run.title or run.script}"),
             "css": asset("report.css"),
             "data": json_for_script(data),
-            "scripts": scripts,
+            "scripts": page_script("report.js"),
         },
     )
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from lower_trace.analysis.verdicts import DEVICE_VERDICTS, Verdict
 from lower_trace.render.regress_cause_view import WHY
-from lower_trace.render.report.page import asset, block, escape_text, fill, json_for_script
+from lower_trace.render.report.page import asset, escape_text, fill, json_for_script, page_script
 from lower_trace.store.files import write_atomically
 
 # How each verdict is coloured: a side got worse, a change for the better or a new kernel, nothing
@@ -130,7 +130,7 @@ def write_summary_page(path: str, found: dict[str, Any]) -> str:
             "title": escape_text(f"lower-trace regress: {len(data['rows'])} kernels, {differ} not identical"),
             "css": asset("report.css") + "\n" + asset("regress.css"),
             "data": json_for_script(data),
-            "scripts": block(f"\n{asset('regress.js')}\n"),
+            "scripts": page_script("regress.js"),
         },
     )
     write_atomically(path, page)

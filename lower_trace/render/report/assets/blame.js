@@ -1,13 +1,11 @@
 // @ts-check
-"use strict";
-/* global LTDiff */
-/* exported LTBlame */
+import { LTDiff } from "./diff.js";
 // Blame in the page: which pass last changed each line of an IR. The same reading of the
 // IR's history as lower_trace/analysis/blame.py (a test holds the two to the same answer):
 // passes nest, so the history is events in time order -- a pass starts with the IR it
 // received, its nested passes run, it ends with the IR it made -- and a change between two
 // events belongs to the innermost pass running then. Lines keep the pass that last changed them.
-const LTBlame = (() => {
+export const LTBlame = (() => {
   // The functions a TVMScript module defines; a nested pass whose input shares none with the IR
   // so far works on a helper module the enclosing pass built (blame.py's on_another_module).
   const functions = (text) => new Set([...text.matchAll(/^\s*def (\w+)\(/gm)].map((m) => m[1]));

@@ -1,10 +1,9 @@
 // @ts-check
-"use strict";
-/* exported LTBlocks */
+/** @import { LTDevice, LTFailureRow, LTKernel, LTKernelSummary, LTOriginsData, LTPayload, LTReportHeader, LTRow, LTRules, LTRun } from "./payload.js" */
 // The report's data: the run header, then the kernel blocks the writer appended as kernels
 // finished (a JSON summary each, read at load) and their payloads -- steps and the snapshot
 // texts no earlier block carried, base64 gzip JSON -- inflated only when a kernel is opened.
-const LTBlocks = (() => {
+export const LTBlocks = (() => {
   /** @type {LTReportHeader} (the comparison page's has its rules too, and never gathers) */
   const header = JSON.parse(document.getElementById("run-data").textContent);
 

@@ -1,7 +1,6 @@
 // @ts-check
-"use strict";
-/* global LTDiff */
-/* exported LTCompare */
+import { LTDiff } from "./diff.js";
+/** @import { LTComparedKernel, LTComparisonData, LTKernel, LTStep } from "./payload.js" */
 /**
  * Two compiles compared, as the comparison view shows them (LTCompare.compare; fromData: Python's).
  * @typedef {Object} LTComparison
@@ -28,7 +27,7 @@
 // lower_trace/analysis/compare.py (a test holds the two to the same answer on real kernels).
 // A comparison is {a, b, rows, divergence, sameSource, sources, text}: rows pair a pass of A
 // with one of B (or stand alone), text(side, digest) is a snapshot as compared.
-const LTCompare = (() => {
+export const LTCompare = (() => {
   const shortName = (name) => String(name).split(".").pop();
   const keyOf = (step) => `${shortName(step.name)}\u0000${step.depth || 0}`;
 

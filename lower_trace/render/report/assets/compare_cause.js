@@ -1,5 +1,4 @@
 // @ts-check
-"use strict";
 // The comparison page's "why the code differs" (regress's cause, render/regress_cause_view.py's
 // page_data): each pass that wrote differing lines of the final code, and each such line on each
 // side as a link to the aligned row of the pass that wrote it there (#N, which the page opens).

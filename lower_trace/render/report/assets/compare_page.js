@@ -1,6 +1,10 @@
 // @ts-check
-"use strict";
-/* global LTState, LTBlocks, LTView, LTCompare, LTCompareView */
+import { LTState } from "./state.js";
+import { LTBlocks } from "./blocks.js";
+import { LTView } from "./view.js";
+import { LTCompare } from "./compare.js";
+import { LTCompareView } from "./compare_view.js";
+/** @import { LTCompareHeader, LTComparisonData } from "./payload.js" */
 // The comparison page (lower-trace diff --html): the comparison Python wrote, shown with the
 // view the run report uses for "compare with…". #N opens aligned row N, #source the sources.
 async function ltComparePage() {

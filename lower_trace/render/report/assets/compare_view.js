@@ -1,7 +1,9 @@
 // @ts-check
-"use strict";
-/* global LTText */
-/* exported LTCompareView */
+import { LTText } from "./text.js";
+/** @import { LTComparison } from "./compare.js" */
+/** @import { LTStep } from "./payload.js" */
+/** @import { PageState } from "./state.js" */
+/** @import { LTDetailView } from "./view.js" */
 /**
  * A comparison shown (LTCompareView.create): the row shown, and ways to show another.
  * @typedef {Object} LTComparisonView
@@ -13,7 +15,7 @@
 // A comparison shown: the verdict and first divergence, the two aligned pass lists, and per
 // aligned pass the A-vs-B diff of outputs (or a one-sided pass's own diff); the generated
 // sources side by side last. Used by the comparison page (diff --html) and the run report.
-const LTCompareView = (() => {
+export const LTCompareView = (() => {
   const { el } = LTText;
   const SOURCE = "source";
   let made = 0;

@@ -1,8 +1,6 @@
 // @ts-check
-"use strict";
-/* exported LTDiff */
 // Line and word diffs for the report (Myers' O(ND) algorithm), computed when a pass is shown.
-const LTDiff = (() => {
+export const LTDiff = (() => {
   // Edit script between two arrays of comparable items: [["=",a,b] | ["-",a,null] | ["+",null,b]].
   function myers(a, b) {
     let start = 0;

@@ -1,10 +1,9 @@
 // @ts-check
-"use strict";
-/* global LTText */
-/* exported LTIndex */
+import { LTText } from "./text.js";
+/** @import { LTDeviceIndex, LTKernelSummary, LTRules } from "./payload.js" */
 // The kernel index: one row per kernel, built once; filtering by name (substring or regex) and
 // by status only toggles rows, so a 1,000-kernel run stays quick.
-const LTIndex = (() => {
+export const LTIndex = (() => {
   const { el, plural } = LTText;
 
   // The statuses the status filter knows a kernel by.

@@ -1,13 +1,12 @@
 // @ts-check
-"use strict";
-/* global LTText, LTDiff */
-/* exported LTOrigins */
+import { LTText } from "./text.js";
+import { LTDiff } from "./diff.js";
 // The source map on the page: every IR or source line that has an origin carries its place (a
 // line of the user's program) as data-o, with one colour per place. Pointing at a line lights its
 // place in the source pane and every shown line from the same place; clicking a line of the
 // source pane keeps them lit and lists what each pass did to them. An origin inferred from where a
 // line sits in a diff (a guess, not a fact of the IR) is drawn in its place's colour, dimmer.
-const LTOrigins = (() => {
+export const LTOrigins = (() => {
   const { el } = LTText;
   const GUESSED = 0.4;  // the opacity of a guessed origin's colour
   const colour = (/** @type {number} */ place, guess = false) => `hsl(${Math.round((place * 137.508) % 360)} 70% 45% / ${guess ? GUESSED : 1})`;

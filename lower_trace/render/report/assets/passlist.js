@@ -1,10 +1,14 @@
 // @ts-check
-"use strict";
-/* global LTText, LTBlocks, LTView, LTDiff */
-/* exported LTPassList */
+import { LTText } from "./text.js";
+import { LTBlocks } from "./blocks.js";
+import { LTView } from "./view.js";
+import { LTDiff } from "./diff.js";
+/** @import { LTKernel, LTRow, LTRules } from "./payload.js" */
+/** @import { LTStore, PageState } from "./state.js" */
+/** @import { LTDetailView } from "./view.js" */
 // The report's pass list: the phase menu, a row per step of the open kernel (with its diff's
 // counts, its time, the search's hits) and the active row. It watches the state it shows.
-const LTPassList = (() => {
+export const LTPassList = (() => {
   const { el } = LTText;
   const { msText, statusOf, isCodegen } = LTView;
   const $ = (/** @type {string} */ id) => document.getElementById(id);

@@ -1,6 +1,6 @@
 // @ts-check
 // Types only, for the checker (jsconfig.json): the JSON Python writes into a page, as the page
-// reads it. Never inlined into a page (page.py's and compare_page.py's SCRIPTS leave it out).
+// reads it. Never inlined into a page: the other assets only @import its types, in comments.
 // Records go through model_json.to_json, which leaves out every field at its default: those are the
 // optional ones below. Keep each typedef next to the Python it names when that Python changes.
 

@@ -1,5 +1,4 @@
 // @ts-check
-"use strict";
 // The summary page of lower-trace regress (regress_page.py): the two sides, the count of each
 // verdict, and one row per kernel that sorts by any column (click a header; again to reverse) and
 // filters by verdict and by name. The rows are regress_page.summary_rows, most severe first.

@@ -1,6 +1,15 @@
 // @ts-check
-"use strict";
-/* global LTState, LTText, LTBlocks, LTIndex, LTView, LTCompare, LTCompareView, LTPassList, LTReportViews */
+import { LTState } from "./state.js";
+import { LTText } from "./text.js";
+import { LTBlocks } from "./blocks.js";
+import { LTIndex } from "./kernels.js";
+import { LTView } from "./view.js";
+import { LTCompare } from "./compare.js";
+import { LTCompareView } from "./compare_view.js";
+import { LTPassList } from "./passlist.js";
+import { LTReportViews } from "./report_views.js";
+/** @import { LTReportContext } from "./report_views.js" */
+/** @typedef {ReturnType<typeof ltActions> & Pick<ReturnType<typeof ltCompareActions>, "compareWith"> & {fromHash: () => Promise<boolean>}} LTActions what the actions below give the views */
 // The report page. The file is appended to while the run goes on, so the page builds itself
 // once everything is parsed: the run header, the index from the kernel blocks' summaries, and
 // a kernel's steps and snapshots when it is opened (its payload inflated then).
@@ -275,3 +284,10 @@ function ltStart() {
 }
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", ltStart, { once: true });
 else ltStart();
+
+// The page's only globals (bundle.py sets an entry's exports on window): the modules the browser
+// tests drive directly, to hold the page's answers to Python's (testing/browser, page.evaluate).
+export { LTBlame } from "./blame.js";
+export { LTDiff } from "./diff.js";
+export { LTLayout } from "./layout.js";
+export { LTBlocks, LTCompare, LTState, LTText };

@@ -1,8 +1,14 @@
 // @ts-check
-"use strict";
-/* global LTText, LTBlocks, LTSearch, LTTiming */
-/* exported LTReportViews */
-/** @typedef {ReturnType<typeof ltActions> & Pick<ReturnType<typeof ltCompareActions>, "compareWith"> & {fromHash: () => Promise<boolean>}} LTActions what report.js's actions give the views */
+import { LTText } from "./text.js";
+import { LTBlocks } from "./blocks.js";
+import { LTSearch } from "./search.js";
+import { LTTiming } from "./timing.js";
+/** @import { LTIndex } from "./kernels.js" */
+/** @import { LTPassList } from "./passlist.js" */
+/** @import { LTKernel, LTKernelSummary } from "./payload.js" */
+/** @import { LTActions } from "./report.js" */
+/** @import { LTStore, PageState } from "./state.js" */
+/** @import { LTDetailView } from "./view.js" */
 /**
  * @typedef {Object} LTReportContext  what the report page's views share
  * @property {ReturnType<typeof LTBlocks.gather>} page  the run's header and kernel summaries
@@ -16,7 +22,7 @@
 // The report page's views other than the pass list (passlist.js): the header, the detail pane
 // (a step, or a timing chart), the URL, the compare menu, the search box. Each renders what it
 // shows when the state's fields it watches are assigned; the controls only assign the state.
-const LTReportViews = (() => {
+export const LTReportViews = (() => {
   const { el, appendText, plural } = LTText;
   const $ = (/** @type {string} */ id) => document.getElementById(id);
   const menu = (/** @type {string} */ id) => /** @type {HTMLSelectElement} */ ($(id));

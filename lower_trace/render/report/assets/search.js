@@ -1,7 +1,7 @@
 // @ts-check
-"use strict";
-/* global LTText, LTBlocks */
-/* exported LTSearch */
+import { LTText } from "./text.js";
+import { LTBlocks } from "./blocks.js";
+/** @import { LTKernelSummary, LTPayload } from "./payload.js" */
 /**
  * What a search found: per kernel the steps that match, per kernel and step the hits.
  * @typedef {Object} LTSearchHits
@@ -13,7 +13,7 @@
 // Regex search across every snapshot of the run. Kernels are inflated one by one, in block
 // order (a block only refers to earlier ones, so every snapshot a kernel names has been
 // counted when its turn comes); texts are dropped once counted. Cancelled by a newer search.
-const LTSearch = (() => {
+export const LTSearch = (() => {
   const { countMatches } = LTText;
   let generation = 0;
 

@@ -1,6 +1,7 @@
 // @ts-check
-"use strict";
-/* exported LTState */
+/** @import { LTComparisonView } from "./compare_view.js" */
+/** @import { LTKernel } from "./payload.js" */
+/** @import { LTSearchHits } from "./search.js" */
 // The page's state in one place: its shape, its defaults, and the fields a page keeps across
 // visits (localStorage, one key each). create() returns the state as a sealed object -- a field
 // that is not declared here cannot be added -- whose saved fields write themselves through, and a
@@ -42,7 +43,7 @@
  * @property {(fn: () => void) => void} batch  runs fn, then the watchers of the fields it assigned
  */
 
-const LTState = (() => {
+export const LTState = (() => {
   /** @returns {PageState} */
   const defaults = () => ({
     current: null, seq: null, phase: "", regex: null, hits: null,

@@ -1,9 +1,8 @@
 // @ts-check
-"use strict";
-/* exported LTText */
+/** @import { LTRules } from "./payload.js" */
 // Text from the compiler or the user only ever enters the page through these helpers:
 // DOM text nodes (never innerHTML), with control and bidi characters shown, not obeyed.
-const LTText = (() => {
+export const LTText = (() => {
   // The unsafe set is the terminal's (lower_trace/render/terminal.py), injected by Python into the page data.
   // Matched by code point ("u"): a character above U+FFFF (a tag character) is one match, a pair is no surrogate.
   /** @type {LTRules} */

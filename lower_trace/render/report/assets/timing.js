@@ -1,13 +1,12 @@
 // @ts-check
-"use strict";
-/* global LTText */
-/* exported LTTiming */
+import { LTText } from "./text.js";
+/** @import { LTKernel, LTKernelSummary } from "./payload.js" */
 // Where compile time goes, drawn as SVG by the page: a kernel's steps on one time line
 // (nested passes inside their parents; the dark part of a bar is its self time) with the IR
 // lines after each step, and a run's slowest passes over all kernels. The numbers come
 // from Python (analysis/timing.py: each step's "self" and "at", each summary's "timing");
 // the page only draws them. Clicking a bar opens that pass.
-const LTTiming = (() => {
+export const LTTiming = (() => {
   const { el, svg, plural, rules } = LTText;
   const ROW = 18, CHAR = 7.3, TOP = 26;
   const isCodegen = (step) => step.kind === "codegen";

@@ -1,13 +1,17 @@
 // @ts-check
-"use strict";
-/* global LTText, LTBlame, LTDiff, LTLayout, LTOrigins */
-/* exported LTView */
+import { LTText } from "./text.js";
+import { LTBlame } from "./blame.js";
+import { LTDiff } from "./diff.js";
+import { LTLayout } from "./layout.js";
+import { LTOrigins } from "./origins.js";
+/** @import { LTDevice, LTError, LTKernel, LTRow, LTRules } from "./payload.js" */
+/** @import { PageState } from "./state.js" */
 /** @typedef {ReturnType<typeof LTView.create>} LTDetailView what LTView.create gives a page */
 /** @typedef {{state: PageState, rules: LTRules, handlers: {select?: (seq: number) => void}}} LTViewContext one view's page state, rules and handlers */
 /** @typedef {{snap: (digest: string) => string}} LTTexts a kernel, or anything with texts by digest (a comparison's sides) */
 // The detail pane: a pass's diff (side by side or unified, folded context, word marks), the IR
 // of a no-op or failed pass, codegen's TIR next to its source, errors. Built when shown.
-const LTView = (() => {
+export const LTView = (() => {
   const { el, appendText, appendMarked, matchRanges } = LTText;
   const CONTEXT = 3;
   const rowsCache = new Map();
