@@ -88,7 +88,7 @@ def steps(args) -> None:
     timer = Exclusive()
     for owner, names in [
         (tracker.PassTracker, ["run_before_pass", "run_after_pass"]),
-        (session.CompileSession, ["pass_started", "pass_finished", "_record", "finish", "_hand_over", "_open_kernel", "codegen", "edit_source"]),
+        (session.CompileSession, ["pass_started", "pass_finished", "_record", "finish", "_hand_over", "open_kernel", "codegen", "edit_source"]),
         (snapshots.Snapshots, ["of", "remember", "_print", "store_text"]),
         (passes.PassLog, ["write", "record", "_layouts"]),
         (tvm_ir.TVMIR, ["identity", "same", "equivalent", "pass_origin", "read_layouts", "print_ir", "kernel_signature", "replay_context", "codegen_line_map"]),

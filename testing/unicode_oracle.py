@@ -1,5 +1,5 @@
 """What must never reach a terminal or the page as itself, from Unicode's own data (unicodedata),
-independent of lower_trace's list (terminal.UNSAFE_RANGES): the tests hold that list to this."""
+independent of lower_trace's list (text_safety.UNSAFE_RANGES): the tests hold that list to this."""
 
 import unicodedata
 

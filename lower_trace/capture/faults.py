@@ -2,7 +2,7 @@
 traceback kept: TraceRun.tracer_fault) and the compile goes on without that piece.
 
 Only ``Exception`` is caught: KeyboardInterrupt and SystemExit pass, and the compiler's own
-exceptions are never run inside a guard (session.codegen calls the compiler outside it), so a
+exceptions are never run inside a guard (codegen_step.py calls the compiler outside it), so a
 pass or codegen failure always reaches the user as it would untraced.
 
 Three forms of the one rule. The per-pass and per-job paths call the plain functions: CPython

@@ -2,49 +2,35 @@
 
 The session follows the compiler's events (passes started and finished, codegen, the end of
 the compile) and turns them into records and snapshots for its run (sink.TraceSink). It is
-put together from small parts: the snapshot decision (snapshots.py), the pass records
-(passes.py), what a failure leaves (failures.py); the compiler itself is reached only through
+itself the compile's lifecycle (the kernel opened, its passes, its end), put together from small
+parts: the snapshot decision (snapshots.py), the pass records (passes.py), a codegen call
+(codegen_step.py) and the edit decision inside it (source_edits.py), what a failure leaves
+(failures.py) and a failed pass's reproducer (reproducer.py). The compiler is reached only through
 the integration's :class:`~lower_trace.capture.ir_adapter.IRAdapter`. Nothing is diffed or rendered
 per pass; everything the session holds is released when the compile ends.
 """
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable
-from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
+from lower_trace.capture import codegen_step, source_edits
+from lower_trace.capture.codegen_step import ActiveCodegen, current_codegen
 from lower_trace.capture.failures import error_info, interruption
 from lower_trace.capture.faults import Guard
 from lower_trace.capture.ir_adapter import Identity, IRAdapter, Module
 from lower_trace.capture.passes import OpenPass, PassLog
+from lower_trace.capture.reproducer import write_reproducer
 from lower_trace.capture.sink import TraceSink
 from lower_trace.capture.snapshots import Snapshots
 from lower_trace.capture.worker import SnapshotRef
 from lower_trace.device_model import DeviceRecord
-from lower_trace.model import CodegenRecord, EditOutcome, ErrorInfo, KernelStatus, KernelTrace, PassBuild, PassStatus, ReproSpec, source_key
+from lower_trace.model import CodegenRecord, EditOutcome, ErrorInfo, KernelStatus, KernelTrace, PassStatus, source_key
 from lower_trace.store.layout import digest_of
-from lower_trace.text_safety import line_directive
 
+# ActiveCodegen and current_codegen live in codegen_step.py; the integrations import them from here.
 __all__ = ["ActiveCodegen", "CompileSession", "OpenPass", "current_codegen", "error_info"]
-
-
-@dataclass
-class ActiveCodegen:
-    """The codegen call in progress on this thread, for TileLang's source callbacks."""
-
-    session: CompileSession
-    role: str
-    language: str
-    edit: tuple[EditOutcome, str] | None = None  # (outcome, the fresh codegen)
-    seq: int = 0  # the codegen record's: a device compile inside this call belongs to it
-
-
-# Set while a codegen call runs, so a post-processing callback knows whose source it sees.
-current_codegen: ContextVar[ActiveCodegen | None] = ContextVar("lower_trace_codegen", default=None)
 
 
 class CompileSession:
@@ -60,9 +46,9 @@ class CompileSession:
         self.kernel_name = ""
         self.signature = ""
         self.target = ""
-        self._initial: SnapshotRef | None = None  # the TIR as handed to lowering (when edits are on)
+        self.initial: SnapshotRef | None = None  # the TIR as handed to lowering (when edits are on)
         self.variant_config = ""  # target and pass configs: with that TIR, which variant this is
-        self._edits: list[EditOutcome] = []
+        self.edits_used: list[EditOutcome] = []  # this compile's edit decisions (source_edits.py)
         self.started = time.time()
         self._t0 = time.perf_counter()
         self._seq = 0
@@ -84,12 +70,14 @@ class CompileSession:
         self.device_steps: list[DeviceRecord] = []  # likewise (integrations/nvcc/tilelang_device.py)
         self.stack: tuple[tuple[str, int, str], ...] = ()  # the user's frames that started the compile
 
-    def _next_seq(self) -> int:
+    def next_seq(self) -> int:
+        """The next record's number: passes and codegen calls share one count."""
         seq = self._seq
         self._seq += 1
         return seq
 
-    def _open_kernel(self, mod: Module) -> None:
+    def open_kernel(self, mod: Module) -> None:
+        """At the compile's first event: the kernel's name, variant and context, registered with the run."""
         if self.kernel_id:
             return
         context = self.ir.compile_context()
@@ -99,7 +87,7 @@ class CompileSession:
             # The TIR as handed to lowering tells kernel variants apart (edits need its text at
             # codegen time): its snapshot, printed on the worker like any other (the first pass's
             # input is this very content, so it reuses it). None: a tracer fault, no variant key.
-            self._initial = self.faults.call(self.snapshots.of, mod)
+            self.initial = self.faults.call(self.snapshots.of, mod)
         self.target = context.target
         with self.faults:
             self.context = self.ir.replay_context()
@@ -125,17 +113,6 @@ class CompileSession:
             stack=self.stack,
         )
 
-    def _initial_tir(self) -> str:
-        """The text of the TIR as handed to lowering: printed on the worker by codegen time (one
-        core: at once; a worker thread behind: it is waited for)."""
-        ref = self._initial
-        if ref is None:
-            return ""
-        if not ref.digest:
-            self.worker.wait()
-        texts = self.snapshots.texts
-        return texts.get(ref.digest, "") if texts is not None and ref.digest else ""
-
     # --- pass events (the compiler's hot path) ---------------------------------------
 
     def should_run(self, mod: Module, name: Any, depth: int, parent: OpenPass | None) -> bool:
@@ -143,7 +120,7 @@ class CompileSession:
         gate = self.run.gate
         if gate is None:
             return True
-        self._open_kernel(mod)
+        self.open_kernel(mod)
         name = str(name)
         runs = gate.should_run(self.kernel_name, name, depth, self.kernel_id)
         self._ordinal = gate.last
@@ -151,7 +128,7 @@ class CompileSession:
             origin = self.ir.pass_origin(name, depth, parent.phase if parent else "")
             identity = self.ir.identity(mod)
             skipped = OpenPass(
-                seq=self._next_seq(), name=origin.better_name or name, depth=depth, parent=parent.seq if parent else None, phase=origin.phase,
+                seq=self.next_seq(), name=origin.better_name or name, depth=depth, parent=parent.seq if parent else None, phase=origin.phase,
                 caller=origin.caller, before=self.snapshots.of(mod, identity), identity=identity, started=0.0, ordinal=gate.last,
             )
             self._record(skipped, skipped.before, status=PassStatus.SKIPPED)
@@ -159,12 +136,12 @@ class CompileSession:
 
     def pass_started(self, mod: Module, name: Any, depth: int, parent: OpenPass | None) -> OpenPass:
         entered = time.perf_counter()
-        self._open_kernel(mod)
+        self.open_kernel(mod)
         name = str(name)
         phase, caller, better_name, call = self.ir.pass_origin(name, depth, parent.phase if parent else "")
         identity = self.ir.identity(mod)
         open_pass = OpenPass(
-            seq=self._next_seq(),
+            seq=self.next_seq(),
             name=better_name or name,
             depth=depth,
             parent=parent.seq if parent else None,
@@ -248,125 +225,11 @@ class CompileSession:
         if error is not None and self._pass_error is None:
             self._pass_error = error
 
-    # --- codegen -------------------------------------------------------------------
-
-    def codegen(self, function: str, mod: Module, target: Any, call: Callable[[], Any], role: str | None = None) -> Any:
-        """Run one codegen call, recording the TIR it got and the source it produced.
-
-        With edits on, the source to compile goes through the three-way decision
-        (edits/working_copies.py): for CUDA/HIP inside TileLang's post-processing callback,
-        which runs before any compiler sees the code; for C, by replacing the source module.
-        """
-        opened = self.faults.call(self._codegen_start, function, mod, target)
-        if opened is None:  # a tracer fault: the compile runs untraced
-            return call()
-        tir, seq, guessed_role, language, target_text = opened
-        role = role or guessed_role
-        if target_text and (role == "device" or not self.target):
-            self.target = target_text  # the device's target; a host-only build's own
-        active = ActiveCodegen(self, role, language, seq=seq)
-        token = current_codegen.set(active)
-        started = time.perf_counter()
-        try:
-            result = call()
-        except Exception as exc:
-            ms = (time.perf_counter() - started) * 1000.0
-            step = dict(seq=seq, role=role, function=function, target=target_text, language=language, ms=ms)
-            failure = error_info(exc)  # now: `exc` is unbound once the except block ends
-            self.worker.submit(lambda: self._write_codegen(step, tir, "", active.edit, failure))
-            raise
-        finally:
-            current_codegen.reset(token)
-        ms = (time.perf_counter() - started) * 1000.0
-        step = dict(seq=seq, role=role, function=function, target=target_text, language=language, ms=ms)
-        with self.faults:
-            mapping = (function, mod, target, self.ir.codegen_configs())  # the line map's, made on the worker
-            source = self.ir.module_source(result)
-            if active.edit is None and language == "c" and self.edits_enabled and self.run.edits is not None and source:
-                text = self.edit_source(active, source)
-                if text != source:
-                    result = self.ir.source_module(text, language)
-            if active.edit is not None:
-                source = active.edit[0].compile_text
-            self.worker.submit(lambda: self._write_codegen(step, tir, source, active.edit, None, mapping))
-        return result
-
-    def _codegen_start(self, function: str, mod: Module, target: Any) -> tuple[SnapshotRef, int, str, str, str]:
-        """The codegen's TIR snapshot, its seq, and (role, language, target) as the adapter reads them."""
-        self._open_kernel(mod)
-        tir = self.snapshots.of(mod)
-        seq = self._next_seq()
-        role, language, target_text = self.ir.codegen_info(function, target)
-        return tir, seq, role, language, target_text
-
-    def edit_source(self, active: ActiveCodegen, generated: str) -> str:
-        """The source to compile instead of `generated`: the user's edit when PATCHED."""
-        edits = self.run.edits
-        if edits is None or not self.kernel_name or not self.edits_enabled:
-            return generated
-
-        def decide() -> EditOutcome:
-            return edits.resolve(
-                self.kernel_name, self.signature, active.role, active.language, generated, tir=self._initial_tir(), config=self.variant_config,
-            )
-
-        def settle() -> EditOutcome | None:
-            try:
-                outcome = decide()
-                alias = self.run.edit_alias
-                if alias is not None:  # enable(codegen_output=PATH): PATH may be this copy too
-                    outcome = alias.sync(active.role, outcome, decide)
-                    if alias.note:
-                        self.run.note(alias.note, once="codegen-output")
-            except OSError as exc:  # the working copies' disk: edits are off, not a tracer fault
-                self.run.edits_fault(exc)
-                return None
-            return outcome
-
-        outcome = self.faults.call(settle)
-        if outcome is None:
-            return generated
-        active.edit = (outcome, generated)
-        self._edits.append(outcome)
-        self.run.edit_resolved(self.kernel_name, outcome)
-        if outcome.uses_edit:
-            return line_directive(outcome.compile_text, outcome.path, active.language)
-        return outcome.compile_text
-
-    def _write_codegen(
-        self, step: dict[str, Any], tir: SnapshotRef, source: str, edit: tuple[EditOutcome, str] | None, error: ErrorInfo | None,
-        mapping: tuple[str, Module, Any, dict[str, Any]] | None = None,
-    ) -> None:  # fmt: skip
-        extra: dict[str, Any] = {}
-        store_text = self.snapshots.store_text
-        if edit is not None:
-            outcome, generated = edit
-            extra = dict(edit_status=outcome.status, edit_path=outcome.path, edit_backup=outcome.backup)
-            if generated != outcome.compile_text:
-                extra["generated"] = store_text(generated)
-        if mapping is not None and source:
-            extra["line_map"] = self._line_map(mapping, source, tir)
-        record = CodegenRecord(
-            kernel=self.kernel_id,
-            tir=tir.digest,
-            source=store_text(source) if source else "",
-            error=error,
-            **{**step, "ms": round(step["ms"], 3)},
-            **extra,
-        )
-        self.codegen_steps.append(record)
-        self.run.append_record("codegen", record)
-
-    def _line_map(self, mapping: tuple[str, Module, Any, dict[str, Any]], source: str, tir: SnapshotRef) -> str:
-        """The stored digest of which TIR line each source line comes from ("" when none can be made)."""
-        texts = self.snapshots.texts
-        tir_text = texts.get(tir.digest) if texts is not None else None
-        if not tir_text:
-            return ""
-        function, mod, target, configs = mapping
-        # A fault: no line map, the source is shown without origins.
-        lines = self.faults.call(self.ir.codegen_line_map, function, mod, target, configs, source, tir_text)
-        return self.snapshots.store_text(lines) if lines else ""
+    # --- codegen (codegen_step.py) and the edit decision inside it (source_edits.py) ---------
+    # Methods of the session because the integrations call them on it; the functions
+    # themselves, bound here rather than wrapped: a codegen call costs no extra call.
+    codegen = codegen_step.traced_codegen
+    edit_source = source_edits.edit_source
 
     # --- end of compile ----------------------------------------------------------------
 
@@ -387,13 +250,7 @@ class CompileSession:
             said = "no line of the IR or the generated source is traced to your program's lines (lower-trace where, the report's source pane)"
             self.run.note(f"{problem}: {said}", once="spans")
         if error is not None:
-            for outcome in self._edits:
-                if outcome.uses_edit:
-                    self.run.note(
-                        f"{self.kernel_name}: the compile failed while using your edit of {outcome.path} "
-                        "(the compiler's errors name that file and line); the edit is kept: fix it and rerun, "
-                        f"or `lower-trace edits --reset {os.path.basename(outcome.path)}` to go back to the generated source"
-                    )
+            source_edits.note_failed_edits(self.run, self.kernel_name, self.edits_used)
         failure = error_info(error) if error is not None else None
         if self.run.config.prints_terminal:
             # The terminal view comes out in order with the user's own output.
@@ -449,44 +306,11 @@ class CompileSession:
             self._record(failed, None, status=PassStatus.FAILED, error=failure, repro=self._reproduce(ordered, failure))
 
     def _reproduce(self, ordered: list[OpenPass], failure: ErrorInfo) -> str:
-        """Keep the failing pass's input (TVM JSON) and write its reproducer: the failing pass run
-        alone on that input, or, when Python cannot build it (it exists only inside a C++
-        Sequential, or its arguments could not be written down), the innermost enclosing pass that
-        Python can build, on that pass's input. Returns the reproducer's folder ("" when none
-        could be written). Never raises."""
+        """The failing pass's reproducer (reproducer.py): its folder, "" when none could be
+        written. Never raises."""
         if not self.run.config.writes_trace:
             return ""  # nowhere to write one (terminal mode without a folder): spend nothing on it
-        return self.faults.call(self._write_reproducer, ordered, failure) or ""
-
-    def _write_reproducer(self, ordered: list[OpenPass], failure: ErrorInfo) -> str:
-        failing = ordered[-1]
-        problem = self.ir.json_problem()
-        if problem:
-            self.run.note(f"{problem}: failed passes get no reproducer in this run", once="json")
-            return ""
-        by_seq = {p.seq: p for p in ordered}
-        chain = [failing]  # the failing pass and the passes it is nested in, innermost first
-        while chain[-1].parent in by_seq and len(chain) <= len(ordered):
-            chain.append(by_seq[chain[-1].parent])  # type: ignore[index]
-        builds = [(p, self.ir.pass_build(p.name, p.call, by_seq[p.parent].name if p.parent in by_seq else "")) for p in chain]  # type: ignore[index]
-        runs, build = next(((p, b) for p, b in builds if isinstance(b, PassBuild)), builds[0])
-        why = ""
-        if not isinstance(build, PassBuild):
-            why = build  # nothing can be built: the script looks the failing pass up by name, and says why
-            build = PassBuild(failing.name, f"find_pass({failing.name!r})")
-        elif runs is not failing:
-            why = f"{builds[0][1]}, so this runs the pass it is nested in, {runs.name}."
-        self._keep_json(failing)
-        text = self._keep_json(runs)
-        spec = ReproSpec(failing.name, (build,), self.kernel_name, dict(self.context), dict(self.run.info.versions), failure, why)
-        return self.run.write_reproducer(self.kernel_id, failing.seq, failing.name, spec, text)
-
-    def _keep_json(self, open_pass: OpenPass) -> str:
-        """The TVM JSON of a pass's input, stored in the trace (its `input`)."""
-        text = self.ir.module_json(open_pass.identity)
-        open_pass.input = open_pass.input or digest_of(text)
-        self.run.store_ir(open_pass.input, text)
-        return text
+        return self.faults.call(write_reproducer, self.run, self.ir, self.kernel_id, self.kernel_name, self.context, ordered, failure) or ""
 
     def tracer_fault(self, exc: BaseException) -> None:
         self.run.tracer_fault(exc)

@@ -6,7 +6,7 @@ Pure: the script is integrations/repro_template.py (a module ruff and pyright ch
 with recorded data (how to build each pass is worked out by the integrations:
 integrations/replay.py's pass_build). ``repro.py`` carries a copy of
 integrations/tilelang_layout_restore.py, which brings TileLang layouts back exactly.
-Capture writes one for every failed pass (capture/session.py); ``lower-trace repro``
+Capture writes one for every failed pass (capture/reproducer.py); ``lower-trace repro``
 writes one from a stored trace.
 """
 

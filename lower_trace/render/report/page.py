@@ -27,7 +27,8 @@ from lower_trace.analysis.timing import BETWEEN, StepTime, ir_lines, kernel_tota
 from lower_trace.device_model import DeviceSummary
 from lower_trace.model import CodegenRecord, EditStatus, KernelState, KernelTrace, RunInfo
 from lower_trace.model_json import to_json
-from lower_trace.render import device_view, terminal
+from lower_trace.render.device_text import occupancy_text, resources_line
+from lower_trace.text_safety import UNSAFE_RANGES
 from lower_trace.render.report.bundle import bundle
 
 PAGE_FORMAT = 2  # 1: one data block + one snapshot pack; 2: append-only kernel blocks
@@ -86,13 +87,13 @@ def fill(template: str, values: dict[str, str]) -> str:
 
 @lru_cache(maxsize=1)
 def unsafe_class() -> str:
-    """The terminal's unsafe-character set (terminal.UNSAFE_RANGES) as a character class for a
+    """The terminal's unsafe-character set (text_safety.UNSAFE_RANGES) as a character class for a
     JS regex with the `u` flag (code points, so a lone surrogate is one and a pair is not), for
     the page: it marks what the terminal escapes in a line of IR -- all but the tab, which is
     layout there, and the line feed, which the page shows as a line break.
     """
     parts = []
-    for first, last in terminal.UNSAFE_RANGES:
+    for first, last in UNSAFE_RANGES:
         pieces = [(first, last)] if not first <= 0x0A <= last else [(first, 0x08), (0x0B, last)]  # tab, line feed
         parts.extend(f"\\u{{{a:x}}}" if a == b else f"\\u{{{a:x}}}-\\u{{{b:x}}}" for a, b in pieces if a <= b)
     return "[" + "".join(parts) + "]"
@@ -210,7 +211,7 @@ def device_index(summary: DeviceSummary | None) -> dict[str, Any] | None:
         "spill_stores": resources.spill_stores,
         "spill_loads": resources.spill_loads,
         "shared": resources.shared_static + (launch.dynamic_shared if launch else 0),
-        "occupancy": device_view.occupancy_text(summary),
+        "occupancy": occupancy_text(summary),
         "warps": occupied.warps_per_sm if occupied else None,
     }
 
@@ -225,7 +226,7 @@ def device_payload(summary: DeviceSummary, text_of: Callable[[str], str]) -> dic
         "how": record.how,
         "edited": record.edited,
         "command": " ".join(record.command),
-        "line": device_view.resources_line(summary),
+        "line": resources_line(summary),
         "counts": [list(item) for item in summary.counts],
         "source": record.source,
         "ptx": record.ptx,
