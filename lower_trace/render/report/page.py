@@ -28,8 +28,8 @@ from lower_trace.device_model import DeviceSummary
 from lower_trace.model import CodegenRecord, EditStatus, KernelState, KernelTrace, RunInfo
 from lower_trace.model_json import to_json
 from lower_trace.render.device_text import occupancy_text, resources_line
-from lower_trace.text_safety import UNSAFE_RANGES
 from lower_trace.render.report.bundle import bundle
+from lower_trace.text_safety import UNSAFE_RANGES
 
 PAGE_FORMAT = 2  # 1: one data block + one snapshot pack; 2: append-only kernel blocks
 
