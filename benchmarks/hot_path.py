@@ -80,8 +80,8 @@ def steps(args) -> None:
     from tilelang import tvm
 
     import lower_trace
-    from lower_trace.capture import naming, passes, run, session, snapshots, tracker, worker
-    from lower_trace.integrations import pass_origin, tvm_ir, tvm_print
+    from lower_trace.capture import passes, run, session, snapshots, tracker, worker
+    from lower_trace.integrations.ir_reading import pass_origin, stack_walk, tvm_ir, tvm_print
     from lower_trace.render import live
     from lower_trace.store import layout, writer
 
@@ -104,7 +104,7 @@ def steps(args) -> None:
     from tvm.runtime import script_printer
 
     for module, name, users in [
-        (naming, "call_sites", [pass_origin]),
+        (stack_walk, "call_sites", [pass_origin]),
         (tvm_ir, "_equal_functions", []),
         (tvm_print, "same_parts", [tvm_ir]),
         (script_printer, "_script", []),  # TVM's printer itself (C++): the floor
@@ -185,7 +185,7 @@ def replay(args) -> None:
     import lower_trace
     from lower_trace.capture.session import CompileSession
     from lower_trace.capture.tracker import PassTracker
-    from lower_trace.integrations import tvm_ir
+    from lower_trace.integrations.ir_reading import tvm_ir
 
     target, events = _record_events(args.kernel)
     texts: dict[tuple[int, int], tuple[object, str]] = {}  # by the parts' addresses: (the module, held; its text)
@@ -238,7 +238,7 @@ def print_reuse(args) -> None:
 
     import lower_trace
     from lower_trace.capture import snapshots
-    from lower_trace.integrations import tvm_print
+    from lower_trace.integrations.ir_reading import tvm_print
 
     printed = []
     original = snapshots.Snapshots._print

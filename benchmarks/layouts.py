@@ -33,7 +33,7 @@ class Timed:
     """Wraps TVMIR.read_layouts: calls that read layouts, and their CPU time (thread time: the worker's)."""
 
     def __init__(self) -> None:
-        from lower_trace.integrations import tilelang_layouts
+        from lower_trace.integrations.ir_reading import tilelang_layouts
 
         self.module, self.reads, self.cpu = tilelang_layouts, 0, 0.0
         self.original = tilelang_layouts.fragment_layouts

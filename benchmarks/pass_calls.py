@@ -35,7 +35,7 @@ def main() -> int:
 
     import kernels
     import lower_trace
-    from lower_trace.integrations import tvm_ir
+    from lower_trace.integrations.ir_reading import tvm_ir
 
     spent = {"ms": 0.0, "calls": 0, "recorded": 0}
     original = tvm_ir.TVMIR._call

@@ -32,10 +32,10 @@ _first_start = 0.0
 
 class Run(TraceRun):
     """The run the API hands out. As a notebook cell's value it shows its report inline (IPython's
-    display protocol; render/notebook.py builds it, nothing here imports IPython)."""
+    display protocol; render/notebook_frame.py builds it, nothing here imports IPython)."""
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
-        from lower_trace.render.notebook import run_bundle
+        from lower_trace.render.notebook_frame import run_bundle
 
         config = self.config
         return run_bundle(self.report_path, self.run_dir, self.closed, config.writes_report, config.writes_trace, len(self.kernel_summaries))
@@ -165,7 +165,7 @@ def instrument(mode: str = "html", trace_dir: str | os.PathLike | None = None) -
     """
     if _run is None:
         enable(mode, trace_dir)
-    from lower_trace.integrations.tvm import session_instrument
+    from lower_trace.integrations.adapters.tvm import session_instrument
 
     return session_instrument(current_run)
 
@@ -186,7 +186,7 @@ def run_passes(
     import shutil
 
     from lower_trace.analysis.text_diff import unified_lines
-    from lower_trace.integrations import one_shot
+    from lower_trace.integrations.adapters import one_shot
 
     text = str(mode).strip().lower()
     if text not in ("terminal", "html", "both"):

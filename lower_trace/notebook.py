@@ -5,7 +5,7 @@
     lower_trace.show(run, kernel="gemm", view="timing")   # one view of it
     %load_ext lower_trace                  # then %%lower_trace [--mode terminal|html|both] [--dir DIR]
 
-The frame itself is render/notebook.py's. IPython is imported only by the magic, which IPython
+The frame itself is render/notebook_frame.py's. IPython is imported only by the magic, which IPython
 itself loads (%load_ext): importing lower_trace never imports it.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from lower_trace.analysis.text_diff import myers, split_lines
 from lower_trace.model import KernelStatus, KernelTrace, PassStatus, Trace
-from lower_trace.render.notebook import DEFAULT_HEIGHT, css_height, frame
+from lower_trace.render.notebook_frame import DEFAULT_HEIGHT, css_height, frame
 from lower_trace.store.layout import REPORT, TraceNotFound, find_run_dir
 from lower_trace.store.reader import load_trace
 

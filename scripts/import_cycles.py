@@ -3,7 +3,7 @@
 ``lint-imports`` (run by scripts/test.sh; pyproject.toml's ``[tool.importlinter]`` names this
 type) checks it with the other contracts. The built-in ``acyclic_siblings`` compares the
 children of each package only, so it misses a cycle through a package's own ``__init__``
-(``integrations/tvm.py -> lower_trace -> api -> integrations`` once was one); this one looks
+(``integrations/adapters/tvm.py -> lower_trace -> api -> integrations`` once was one); this one looks
 at every module, imports inside functions included (a lazy import hides a cycle, it does not
 remove it).
 """

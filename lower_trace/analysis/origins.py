@@ -5,7 +5,7 @@ The rules for one text are in analysis/origin_rules.py; here they are applied al
 history (blame's chain of changes), and the answers the views ask for are worked out: a user
 line's history, the lines a failure points at, the pass that made a generated line. Generated
 source lines take the origin of the TIR line they were generated from (the codegen's line map,
-integrations/tir_spans.py).
+integrations/ir_reading/tir_spans.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What capture needs from a compiler integration: the :class:`IRAdapter` a session talks to.
 
-Capture imports no TVM. An integration (integrations/tvm_ir.py: ``TVMIR``) owns every tvm
+Capture imports no TVM. An integration (integrations/ir_reading/tvm_ir.py: ``TVMIR``) owns every tvm
 import and hands capture *modules* and *identities* it never looks inside:
 
 - a ``Module`` is the compiler's module object (an ``IRModule``), held only while a pass runs;

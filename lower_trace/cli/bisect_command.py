@@ -88,7 +88,7 @@ def _parted(good: BisectRun, bad: BisectRun, kernel: KernelTrace) -> Comparison 
 
 def _try_configs(bisector: Any, wanted: str, started: float) -> int:
     """--configs: each TileLang switch on its own, with every pass: which ones flip the check."""
-    from lower_trace.integrations.extra_configs import registered_configs, switch_configs
+    from lower_trace.integrations.reruns.extra_configs import registered_configs, switch_configs
     from lower_trace.render import bisect_view
 
     known = registered_configs()

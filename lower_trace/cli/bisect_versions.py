@@ -1,6 +1,6 @@
 """``lower-trace bisect --versions``: the TileLang release that turns the user's check bad.
 
-Each release runs the check in its own venv (regress/versions.py builds and reuses them) with
+Each release runs the check in its own venv (regress/releases.py builds and reuses them) with
 tracing on, into <work>/<version>/ (regress/corpus.py, as a side of lower-trace regress runs);
 the last good and the first bad release's traces are then compared kernel by kernel as regress
 compares two sides (analysis/regress.py, render/regress_view.py), and written as regress writes its
@@ -19,8 +19,8 @@ from lower_trace.cli.selection import UsageError
 
 if TYPE_CHECKING:
     from lower_trace.regress.corpus import SideRun
+    from lower_trace.regress.releases import Outcome
     from lower_trace.regress.sides import Interpreter
-    from lower_trace.regress.versions import Outcome
 
 # bisect's options that choose passes or configs: they mean nothing across releases.
 PASS_OPTIONS = {"kernel": "--kernel", "required": "--required", "no_known_required": "--no-known-required", "configs": "--configs"}
@@ -33,8 +33,8 @@ def say(text: str) -> None:
 def cmd_bisect_versions(args: argparse.Namespace, command: list[str]) -> int:
     from lower_trace.config import default_trace_dir
     from lower_trace.regress.corpus import run_side
+    from lower_trace.regress.releases import DEFAULT_CACHE, VenvError, ensure_venv, oldest_first, release_key, search
     from lower_trace.regress.sides import SideError, SideSpec, probe
-    from lower_trace.regress.versions import DEFAULT_CACHE, VenvError, ensure_venv, oldest_first, release_key, search
     from lower_trace.store.layout import new_run_dir
 
     passes = [name for name, flag in PASS_OPTIONS.items() if getattr(args, name, None) not in (None, False, [])]

@@ -1,6 +1,6 @@
 """The commands that rerun the compiler on recorded IR: ``repro`` (a failed pass as a standalone
 script) and ``replay`` (a pass, or a stretch of the pipeline, rerun on its recorded input and
-compared with what it made then). What runs the compiler is in integrations/replay.py."""
+compared with what it made then). What runs the compiler is in integrations/reruns/replay.py."""
 
 from __future__ import annotations
 
@@ -20,14 +20,14 @@ REPLAY_HINT = "trace with TL_LOWER_TRACE_REPLAY=1 to keep every pass's input"
 
 
 def _compiler() -> Any:
-    """integrations.replay, or None where no TVM is installed (reading a trace needs none).
+    """integrations.reruns.replay, or None where no TVM is installed (reading a trace needs none).
     The rerun itself is never traced, nor by TileLang's own tracer, whatever TL_LOWER_TRACE says."""
     from lower_trace import api, integrations
 
     api.disable()
     integrations.keep_builtin_off()
     try:
-        from lower_trace.integrations import replay
+        from lower_trace.integrations.reruns import replay
     except ImportError:
         return None
     return replay
@@ -104,7 +104,7 @@ def _repro_targets(trace: Trace, args: argparse.Namespace) -> list[tuple[KernelT
 
 
 def _builder(kernel: KernelTrace, compiler: Any) -> Any:
-    """record -> PassBuild, or the one-line reason it cannot be built (integrations/replay.py);
+    """record -> PassBuild, or the one-line reason it cannot be built (integrations/reruns/replay.py);
     without a compiler here, the script looks each pass up by name."""
     by_seq = {p.seq: p for p in kernel.passes}
 

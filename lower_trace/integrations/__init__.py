@@ -13,7 +13,7 @@ from typing import Protocol
 
 from lower_trace.capture.sink import GetRun, TraceSink
 from lower_trace.config import hide_mode_variable
-from lower_trace.integrations import post_import
+from lower_trace.integrations.adapters import post_import
 
 
 class Integration(Protocol):
@@ -49,7 +49,7 @@ def _attach_tvm(get_run: GetRun, module: ModuleType) -> None:
         run.note(f"TVM {version} is not supported; lower-trace supports {SUPPORTED}. Your program runs on untraced", once="unsupported")
         return
     try:
-        from lower_trace.integrations.tvm import TVMIntegration
+        from lower_trace.integrations.adapters.tvm import TVMIntegration
 
         integration: Integration = TVMIntegration(get_run)
         integration.install()
@@ -69,11 +69,11 @@ def _apply_bisect_configs(run: TraceSink) -> None:
     side of lower-trace regress (TL_LOWER_TRACE_CONFIGS): its configs, forced on every compile."""
     plan = run.config.bisect
     if plan is not None and plan.configs:
-        from lower_trace.integrations.extra_configs import apply
+        from lower_trace.integrations.reruns.extra_configs import apply
 
         apply(plan.configs)
     if run.config.configs and run.config.configs not in _forced:
-        from lower_trace.integrations.extra_configs import apply
+        from lower_trace.integrations.reruns.extra_configs import apply
 
         apply(run.config.configs, override=True)
         _forced.append(run.config.configs)
@@ -82,7 +82,7 @@ def _apply_bisect_configs(run: TraceSink) -> None:
 def _probe_json_if_replaying(run: TraceSink) -> None:
     """Replay mode needs TVM's JSON at the first pass: check it works now, on a thread."""
     if run.config.replay and run.config.writes_trace:
-        from lower_trace.integrations.replay import probe_soon
+        from lower_trace.integrations.reruns.replay import probe_soon
 
         probe_soon()
 
@@ -121,12 +121,12 @@ def _tilelang_integration(get_run: GetRun, run: TraceSink) -> Integration | None
 
     version = str(getattr(tilelang, "__version__", "0"))
     try:
-        from lower_trace.integrations.tilelang import TileLangIntegration
+        from lower_trace.integrations.adapters.tilelang import TileLangIntegration
 
         return TileLangIntegration(get_run)
     except ImportError:
         pass
-    from lower_trace.integrations import tilelang_legacy
+    from lower_trace.integrations.adapters import tilelang_legacy
 
     if _version_tuple(version) >= _OLDEST_TILELANG and tilelang_legacy.supported():
         return tilelang_legacy.LegacyTileLangIntegration(get_run)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lower_trace.integrations import side_probe
+from lower_trace.integrations.reruns import side_probe
 
 
 class SideError(Exception):

@@ -1,7 +1,7 @@
 """`lower-trace reduce`: a failing pass's input shrunk to a module that still fails the same way.
 
 Delta debugging (Zeller's ddmin) over the places the IR can be made smaller (integrations/
-reduce_ir.py: functions, statements, loops, branches, unused buffers and parameters, annotations,
+reruns/reduce_ir.py: functions, statements, loops, branches, unused buffers and parameters, annotations,
 stored values, loop extents, buffer shapes), one kind at a time, coarse to fine, round after
 round until a round changes nothing: the result is 1-minimal -- taking away any one more place
 makes it stop failing. A candidate is tried as the reproducer itself
@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from lower_trace.integrations import reduce_ir
+from lower_trace.integrations.reruns import reduce_ir
 from lower_trace.rerun.repro import ERROR, INPUT, SCRIPT
 from lower_trace.rerun.warm_children import WarmChildren, quiet_environment
 

@@ -2,10 +2,10 @@
 user's program -- ``input.json`` (the IR the pass received, TVM's own JSON), ``repro.py``
 (plain Python: needs TileLang or TVM, not lower-trace) and ``error.txt`` (what failed).
 
-Pure: the script is integrations/repro_template.py (a module ruff and pyright check) filled in
+Pure: the script is integrations/reruns/repro_template.py (a module ruff and pyright check) filled in
 with recorded data (how to build each pass is worked out by the integrations:
-integrations/replay.py's pass_build). ``repro.py`` carries a copy of
-integrations/tilelang_layout_restore.py, which brings TileLang layouts back exactly.
+integrations/reruns/replay.py's pass_build). ``repro.py`` carries a copy of
+integrations/reruns/tilelang_layout_restore.py, which brings TileLang layouts back exactly.
 Capture writes one for every failed pass (capture/reproducer.py); ``lower-trace repro``
 writes one from a stored trace.
 """
@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from importlib import resources
 
-from lower_trace.integrations.pass_factories import ANONYMOUS, FACTORY_MODULES
+from lower_trace.integrations.reruns.pass_factories import ANONYMOUS, FACTORY_MODULES
 from lower_trace.model import ErrorInfo, KernelTrace, PassBuild, PassRecord, ReproSpec, Trace
 from lower_trace.store.layout import REPRO
 from lower_trace.store.paths import safe_component
@@ -27,7 +27,7 @@ from lower_trace.text_safety import headline
 INPUT = "input.json"
 SCRIPT = "repro.py"
 ERROR = "error.txt"
-TEMPLATE = "repro_template.py"  # the script, with its placeholders (in integrations/: it imports TVM)
+TEMPLATE = "repro_template.py"  # the script, with its placeholders (in integrations/reruns/: it imports TVM)
 
 
 def folder(run_dir: str, kernel_id: str, seq: int, name: str) -> str:
@@ -95,12 +95,12 @@ def script(spec: ReproSpec) -> str:
 
 
 def _template() -> str:
-    return resources.files("lower_trace").joinpath("integrations").joinpath(TEMPLATE).read_text(encoding="utf-8")
+    return resources.files("lower_trace").joinpath("integrations").joinpath("reruns").joinpath(TEMPLATE).read_text(encoding="utf-8")
 
 
 def _layout_restore() -> str:
-    """integrations/tilelang_layout_restore.py without its module docstring: the script's own copy (it needs no lower-trace)."""
-    source = resources.files("lower_trace").joinpath("integrations").joinpath("tilelang_layout_restore.py").read_text(encoding="utf-8")
+    """integrations/reruns/tilelang_layout_restore.py without its module docstring: the script's own copy (it needs no lower-trace)."""
+    source = resources.files("lower_trace").joinpath("integrations").joinpath("reruns").joinpath("tilelang_layout_restore.py").read_text(encoding="utf-8")
     return source.split('"""', 2)[2].lstrip("\n")
 
 

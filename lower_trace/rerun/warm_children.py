@@ -1,5 +1,5 @@
 """Fresh processes for reproducer runs, without a fresh compiler import each: a pool of fork
-servers (integrations/fork_server.py), one per job, each a Python that imported the compiler
+servers (integrations/reruns/fork_server.py), one per job, each a Python that imported the compiler
 once and forks a child per run. A server that cannot start or dies is replaced by plain
 `python script.py` runs, so the answer is the same either way, only slower."""
 
@@ -14,7 +14,7 @@ import subprocess
 import sys
 from typing import IO, Any
 
-from lower_trace.integrations import fork_server
+from lower_trace.integrations.reruns import fork_server
 
 
 class _Server:

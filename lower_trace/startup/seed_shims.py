@@ -20,7 +20,7 @@ import sys
 from typing import Any
 
 from lower_trace.config import parse_mode_loosely, seed_default_mode
-from lower_trace.integrations.builtin_tracer import ENV_BUILTIN
+from lower_trace.integrations.adapters.builtin_tracer import ENV_BUILTIN
 
 _UNSET: Any = object()
 _said: list[bool] = []

@@ -11,14 +11,14 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from lower_trace.integrations.builtin_tracer import ENV_BUILTIN, MODULE, ORIGINALS
+from lower_trace.integrations.adapters.builtin_tracer import ENV_BUILTIN, MODULE, ORIGINALS
 
 
 def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
     """Called by the startup hook's finder for MODULE: import it with take_over() run right after
     (unless TL_LOWER_TRACE_BUILTIN=1 is set by now: then it stays TileLang's own)."""
     from lower_trace.config import switch_is_on
-    from lower_trace.integrations import post_import
+    from lower_trace.integrations.adapters import post_import
 
     for finder in list(sys.meta_path):
         if type(finder).__name__ == "LowerTraceTakeover":

@@ -175,7 +175,7 @@ def test_configs_without_a_list_try_every_switch_tvm_registers():
     and none only makes the compiler talk."""
     from tilelang import tvm
 
-    from lower_trace.integrations.extra_configs import switch_configs
+    from lower_trace.integrations.reruns.extra_configs import switch_configs
 
     keys = switch_configs()
     assert "tirx.disable_vectorize" in keys and "tl.disable_warp_specialized" in keys and "tl.force_let_inline" in keys

@@ -245,7 +245,7 @@ def test_unwritable_trace_dir_warns_once_and_compiles_the_same_kernel(tmp_path, 
 
 @pytest.mark.tracer_fault_expected
 def test_a_failing_printer_warns_once_and_compiles_the_same_kernel(monkeypatch, tmp_path, lower_cuda, capsys):
-    from lower_trace.integrations import tvm_ir
+    from lower_trace.integrations.ir_reading import tvm_ir
 
     def broken(self, mod):
         raise RuntimeError("printer exploded")

@@ -126,9 +126,9 @@ def test_broken_working_copies_are_a_clear_warning(run_python, tmp_path, untrace
 @pytest.mark.parametrize("broken", ["print_ir", "digest_of", "identity"])
 def test_a_faulty_printer_hash_or_identity(run_python, untraced_source, broken):
     patch = {
-        "print_ir": "from lower_trace.integrations import tvm_ir\ntvm_ir.TVMIR.print_ir = lambda self, mod: 1 / 0\n",
+        "print_ir": "from lower_trace.integrations.ir_reading import tvm_ir\ntvm_ir.TVMIR.print_ir = lambda self, mod: 1 / 0\n",
         "digest_of": "from lower_trace.capture import snapshots\nsnapshots.digest_of = lambda text: 1 / 0\n",
-        "identity": "from lower_trace.integrations import tvm_ir\ntvm_ir.TVMIR.identity = lambda self, mod: 1 / 0\n",
+        "identity": "from lower_trace.integrations.ir_reading import tvm_ir\ntvm_ir.TVMIR.identity = lambda self, mod: 1 / 0\n",
     }[broken]
     proc = run_python("import tilelang, lower_trace\n" + patch + SOURCE_OF, env={"TL_LOWER_TRACE": "html"})
     assert source_hash(proc) == untraced_source

@@ -1,4 +1,4 @@
-"""TileLang layouts through TVM's JSON (integrations/tilelang_layout_restore.py), on real kernels.
+"""TileLang layouts through TVM's JSON (integrations/reruns/tilelang_layout_restore.py), on real kernels.
 
 The ground truth is the module objects TileLang itself handed each pass, kept by an independent
 recorder (recorder.py: TVM's own PassInstrument, no lower-trace). A pass input loaded from its
@@ -21,7 +21,7 @@ from tilelang import tvm  # noqa: E402
 
 import kernels  # noqa: E402
 import recorder  # noqa: E402
-from lower_trace.integrations.replay import load_module  # noqa: E402
+from lower_trace.integrations.reruns.replay import load_module  # noqa: E402
 
 CUDA = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
 

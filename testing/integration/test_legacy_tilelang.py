@@ -183,7 +183,7 @@ def test_layouts_come_back_exactly_and_replay_says_what_it_cannot_restore(tmp_pa
     import subprocess
 
     import recorder
-    from lower_trace.integrations.replay import load_module
+    from lower_trace.integrations.reruns.replay import load_module
     from support import lower_trace_cli
 
     passes, _ = recorder.record(kernels.gemm(), CUDA)

@@ -13,7 +13,7 @@ import pytest
 
 import notebooks
 from lower_trace.model import PassStatus
-from lower_trace.render.notebook import BASE, start_script
+from lower_trace.render.notebook_frame import BASE, start_script
 from lower_trace.store.reader import load_trace
 from support import lower_trace_cli, pythonpath
 

@@ -1,4 +1,4 @@
-"""Printing snapshots with the text of unchanged functions reused (integrations/tvm_print.py)
+"""Printing snapshots with the text of unchanged functions reused (integrations/ir_reading/tvm_print.py)
 gives what TVM prints for the whole module, character for character, on real kernels."""
 
 import pytest
@@ -9,7 +9,7 @@ from tilelang import tvm
 
 import kernels
 import recorder
-from lower_trace.integrations import tvm_print
+from lower_trace.integrations.ir_reading import tvm_print
 
 CUDA = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
 

@@ -119,7 +119,7 @@ def test_every_top_level_pass_replays_identically(replay_trace):
     """Each pass the pipeline ran from Python, rebuilt (with the arguments it was built with:
     ThreadSync("shared") and ThreadSync("shared.dyn"), MergeSharedMemoryAllocations(...), BindTarget(target))
     and rerun alone on its recorded input -- layouts restored -- makes what it made in the real pipeline."""
-    from lower_trace.integrations import replay
+    from lower_trace.integrations.reruns import replay
 
     trace, kernel, truth = replay_trace
     top = [p for p in kernel.passes if p.depth == 0]

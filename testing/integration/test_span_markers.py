@@ -1,4 +1,4 @@
-"""Span markers taken out of a marked print (integrations/tir_spans.py): the text left is what TVM
+"""Span markers taken out of a marked print (integrations/ir_reading/tir_spans.py): the text left is what TVM
 prints without markers, character for character, and each marker lands on the line the
 docstring's rule names -- checked against a line-by-line reading of that rule and against TVM's
 own plain print of real snapshots."""
@@ -16,7 +16,7 @@ from tilelang import tvm
 
 import kernels
 import recorder
-from lower_trace.integrations import tir_spans
+from lower_trace.integrations.ir_reading import tir_spans
 
 CUDA = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
 

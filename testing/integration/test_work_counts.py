@@ -90,12 +90,12 @@ def counting(owner, name, count):
 def printed(args, kwargs, result):
     add("prints"); add("bytes printed", len(str(result)))
 counting(script_printer, "_script", printed)  # every print: Scriptable.script, and str()/repr() of any IR object
-from lower_trace.integrations import tvm_print
+from lower_trace.integrations.ir_reading import tvm_print
 counting(tvm.ir, "structural_equal", lambda a, k, r: add("structural_equal"))
 if tvm_print._node_equal is not None:  # capture calls TVM's equality through its FFI function
     counting(tvm_print, "_node_equal", lambda a, k, r: add("structural_equal"))
 counting(subprocess.Popen, "__init__", lambda a, k, r: add("subprocesses"))
-from lower_trace.integrations import tir_spans
+from lower_trace.integrations.ir_reading import tir_spans
 if tir_spans._ir_transform is not None:  # the span markers' walks: a Python callback per statement
     counting(tir_spans, "_ir_transform", lambda a, k, r: add("statement walks"))
 for method in ("append", "append_now"):

@@ -1,4 +1,4 @@
-"""The report as a notebook shows it (render/notebook.py): the whole page in one iframe's srcdoc,
+"""The report as a notebook shows it (render/notebook_frame.py): the whole page in one iframe's srcdoc,
 escaped so that a browser's attribute parsing gives the page back unchanged; the frame's start
 hash; the magic's options (lower_trace/notebook.py); a Jupyter kernel's runs named "notebook".
 (A real kernel and browser: integration/test_notebook.py, browser/test_notebook_page.py.)"""
@@ -9,7 +9,7 @@ import re
 import pytest
 
 from lower_trace.notebook import USAGE, parse_options
-from lower_trace.render.notebook import BASE, css_height, frame, framed_page, run_bundle, start_script
+from lower_trace.render.notebook_frame import BASE, css_height, frame, framed_page, run_bundle, start_script
 from lower_trace.store.paths import script_name
 
 HOSTILE = [

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from lower_trace.regress.versions import oldest_first, release_key
+from lower_trace.regress.releases import oldest_first, release_key
 from support import FIXTURES, ROOT, lower_trace_cli
 
 TRACE_13 = os.path.join(FIXTURES, "compare", "tilelang-0.1.13")  # elementwise_add traced by TileLang 0.1.13

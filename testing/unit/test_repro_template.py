@@ -1,4 +1,4 @@
-"""The repro.py lower-trace writes, from integrations/repro_template.py (no TileLang needed: the scripts
+"""The repro.py lower-trace writes, from integrations/reruns/repro_template.py (no TileLang needed: the scripts
 are checked as text and compiled; testing/test_repro.py runs them on real kernels)."""
 
 import ast

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from lower_trace.regress.versions import TORCH_PIN, TVM_FFI_PINS, pins, search
+from lower_trace.regress.releases import TORCH_PIN, TVM_FFI_PINS, pins, search
 from support import ROOT, lower_trace_cli
 
 

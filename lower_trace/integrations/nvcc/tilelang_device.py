@@ -25,10 +25,10 @@ from lower_trace.analysis.device.ptxas_report import parse_ptxas_report
 from lower_trace.capture.session import ActiveCodegen, current_codegen
 from lower_trace.capture.sink import GetRun
 from lower_trace.device_model import DeviceRecord
+from lower_trace.integrations.adapters.patching import Patches
 from lower_trace.integrations.nvcc import build
 from lower_trace.integrations.nvcc.arch import sass_arch
 from lower_trace.integrations.nvcc.toolchain import ToolMissing, tool_version
-from lower_trace.integrations.patching import Patches
 from lower_trace.text_safety import headline
 
 

@@ -2,7 +2,7 @@
 import { LTText } from "./text.js";
 // Fragment layouts as pictures: which thread holds each element of a fragment buffer, and at
 // which local (register) index. Python keeps TileLang's two expressions per fragment as TVM
-// prints them (integrations/tilelang_layouts.py); the page evaluates them over the buffer's
+// prints them (integrations/ir_reading/tilelang_layouts.py); the page evaluates them over the buffer's
 // shape with the small evaluator below and draws the grid as SVG.
 export const LTLayout = (() => {
   const { el, svg, plural } = LTText;

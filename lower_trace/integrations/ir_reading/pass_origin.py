@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 import tvm
 
 from lower_trace.capture.ir_adapter import PassOrigin
-from lower_trace.capture.naming import CallSite, call_shape, call_sites, factory_name
-from lower_trace.integrations import pass_calls
-from lower_trace.integrations.tvm_driver import SKIP_DIRS
+from lower_trace.integrations.adapters.tvm_driver import SKIP_DIRS
+from lower_trace.integrations.ir_reading import pass_calls
+from lower_trace.integrations.ir_reading.stack_walk import CallSite, call_shape, call_sites, factory_name
 from lower_trace.model import PassCall
 
 _PASS_CALL = tvm.ir.transform.Pass.__call__.__code__

@@ -16,8 +16,8 @@ import tvm
 
 from lower_trace.capture.session import CompileSession
 from lower_trace.capture.sink import GetRun
-from lower_trace.integrations.tvm_driver import instrument_for
-from lower_trace.integrations.tvm_ir import TVMIR
+from lower_trace.integrations.adapters.tvm_driver import instrument_for
+from lower_trace.integrations.ir_reading.tvm_ir import TVMIR
 
 PHASE = "run_passes"
 

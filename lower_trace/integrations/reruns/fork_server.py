@@ -15,8 +15,8 @@ not exist in the child.
 
 import sys
 
-# Run as a script, this folder is first on sys.path, and its tilelang.py and tvm.py would stand
-# in for the compiler's own packages.
+# Run as a script, this folder is first on sys.path: taken off, so that no module of ours can
+# stand in for one of the compiler's or the standard library's.
 if sys.path and sys.path[0] and __file__.startswith(sys.path[0]):
     del sys.path[0]
 

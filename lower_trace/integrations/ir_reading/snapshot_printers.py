@@ -9,8 +9,8 @@ import os
 from collections.abc import Callable
 
 from lower_trace.capture.ir_adapter import Identity, Module
-from lower_trace.integrations import tir_spans
-from lower_trace.integrations.tvm_print import ReusingPrinter
+from lower_trace.integrations.ir_reading import tir_spans
+from lower_trace.integrations.ir_reading.tvm_print import ReusingPrinter
 
 
 class PlainPrinter:

@@ -19,8 +19,8 @@ from typing import Any
 
 import tvm
 
-from lower_trace.capture.naming import CallShape, FactoryRef
-from lower_trace.integrations.pass_factories import FACTORY_MODULES
+from lower_trace.integrations.ir_reading.stack_walk import CallShape, FactoryRef
+from lower_trace.integrations.reruns.pass_factories import FACTORY_MODULES
 from lower_trace.model import PassCall
 
 
@@ -100,7 +100,7 @@ def _target_source(target: Any) -> str:
     key = str(target)
     found = _TARGETS.get(key)
     if found is None:
-        from lower_trace.integrations.replay import target_json
+        from lower_trace.integrations.reruns.replay import target_json
 
         if len(_TARGETS) > 32:
             _TARGETS.clear()
@@ -126,7 +126,7 @@ def describe(value: Any, imports: set[str]) -> tuple[str, str]:
         imports.add("tvm")
         return "tvm.transform.PassContext.current()", ""
     if type(value).__name__ in ("IntImm", "FloatImm", "StringImm", "Bool"):
-        from lower_trace.integrations.replay import config_value
+        from lower_trace.integrations.reruns.replay import config_value
 
         return repr(config_value(value)), ""  # T.bool(True) -> True, as configs are read
     where = _importable(value) if callable(value) else None

@@ -14,7 +14,7 @@
 - **Codegen**: the ``target.build.tilelang_*`` global functions, re-registered
   with a wrapper (names differ by version: ``tilelang_cpp`` up to 0.1.9).
 - **Device stage**: TileLang's nvcc call, ``tilelang.contrib.nvcc.compile_cuda``, as on 0.1.15
-  (nvcc/tilelang_device.py).
+  (integrations/nvcc/tilelang_device.py).
 
 ``uninstall()`` puts back every original object exactly.
 """
@@ -27,13 +27,11 @@ from typing import Any
 
 import tilelang
 
-from lower_trace.capture.naming import call_sites
 from lower_trace.capture.session import CompileSession
 from lower_trace.capture.sink import GetRun
-from lower_trace.integrations.nvcc.tilelang_device import DeviceCapture
-from lower_trace.integrations.patching import Patches
-from lower_trace.integrations.source_hooks import SourceHooks
-from lower_trace.integrations.tilelang_common import (
+from lower_trace.integrations.adapters.patching import Patches
+from lower_trace.integrations.adapters.source_hooks import SourceHooks
+from lower_trace.integrations.adapters.tilelang_common import (
     LIBRARY_DIRS,
     PHASE_OF_FUNCTION,
     bypass_kernel_cache,
@@ -41,8 +39,10 @@ from lower_trace.integrations.tilelang_common import (
     restore_kernel_cache,
     versions,
 )
-from lower_trace.integrations.tvm_driver import SKIP_DIRS, GlobalFunctions, run_traced
-from lower_trace.integrations.tvm_ir import TVMIR
+from lower_trace.integrations.adapters.tvm_driver import SKIP_DIRS, GlobalFunctions, run_traced
+from lower_trace.integrations.ir_reading.stack_walk import call_sites
+from lower_trace.integrations.ir_reading.tvm_ir import TVMIR
+from lower_trace.integrations.nvcc.tilelang_device import DeviceCapture
 
 # Before 0.1.15 TileLang's frontend puts no spans on the statements it builds.
 NO_SPANS = f"TileLang {getattr(tilelang, '__version__', '')} keeps no source spans on its IR (0.1.15 does)"

@@ -1,7 +1,7 @@
 """The IRAdapter capture needs (capture/ports.py), on TVM: printing, identity and rebuilding of IR
 modules, names and signatures, codegen descriptions. Every integration shares it and gives it a
-phase provider (pass_origin.py). Running a compile traced is tvm_driver.py; the snapshot printers
-are snapshot_printers.py; TileLang's source hooks are source_hooks.py.
+phase provider (pass_origin.py). Running a compile traced is adapters/tvm_driver.py; the snapshot printers
+are snapshot_printers.py; TileLang's source hooks are adapters/source_hooks.py.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ import tvm
 import tvm_ffi
 
 from lower_trace.capture.ir_adapter import CodegenInfo, CompileContext, Identity, Module, SnapshotPrinter
-from lower_trace.capture.naming import CallSite
-from lower_trace.integrations import replay, tir_spans
-from lower_trace.integrations.pass_origin import PassOrigins, PhaseRules
-from lower_trace.integrations.snapshot_printers import PlainPrinter, SpanSnapshotPrinter
-from lower_trace.integrations.tvm_driver import SKIP_DIRS
-from lower_trace.integrations.tvm_print import ReusingPrinter, function_items, same_object, same_parts, structural_equal
+from lower_trace.integrations.adapters.tvm_driver import SKIP_DIRS
+from lower_trace.integrations.ir_reading import tir_spans
+from lower_trace.integrations.ir_reading.pass_origin import PassOrigins, PhaseRules
+from lower_trace.integrations.ir_reading.snapshot_printers import PlainPrinter, SpanSnapshotPrinter
+from lower_trace.integrations.ir_reading.stack_walk import CallSite
+from lower_trace.integrations.ir_reading.tvm_print import ReusingPrinter, function_items, same_object, same_parts, structural_equal
+from lower_trace.integrations.reruns import replay
 from lower_trace.model import FragmentLayout, PassBuild, PassCall
 
 _LANGUAGE_OF_CODEGEN = (
@@ -119,7 +120,7 @@ class TVMIR(PassOrigins):
         than its input's (only then: a few passes per kernel); () otherwise."""
         if not self.layouts:
             return ()
-        from lower_trace.integrations import tilelang_layouts
+        from lower_trace.integrations.ir_reading import tilelang_layouts
 
         if not tilelang_layouts.changes_layouts(before_text, after_text):
             return ()

@@ -25,7 +25,7 @@ try:
 except ImportError:  # plain TVM
     import tvm
 
-from lower_trace.integrations.tilelang_layout_restore import restore_layouts
+from lower_trace.integrations.reruns.tilelang_layout_restore import restore_layouts
 
 tir: Any = getattr(tvm, "tirx", None) or tvm.tir  # 0.1.15's TVM calls it tirx
 if not hasattr(tir, "stmt_functor"):  # apache-tvm 0.27's Python API has no TIR visitors or mutators

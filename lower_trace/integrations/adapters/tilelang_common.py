@@ -10,10 +10,10 @@ import tilelang
 
 from lower_trace.capture.sink import TraceSink
 from lower_trace.config import mode_variable_is_set
-from lower_trace.integrations import builtin_tracer
-from lower_trace.integrations.tvm_driver import tvm_version
+from lower_trace.integrations.adapters import builtin_tracer
+from lower_trace.integrations.adapters.tvm_driver import tvm_version
 
-# TileLang's own Python: its pipelines' pass arguments are evaluated again to be written down (pass_calls.py).
+# TileLang's own Python: its pipelines' pass arguments are evaluated again to be written down (ir_reading/pass_calls.py).
 LIBRARY_DIRS = (os.path.dirname(os.path.abspath(str(tilelang.__file__))),)
 
 # Passes TileLang runs outside a named pipeline, placed by the function that ran them.

@@ -20,7 +20,7 @@ import os
 import sys
 
 # <template only>: stand-ins for what repro.py fills in (the layout code is inlined from this module)
-from lower_trace.integrations.tilelang_layout_restore import restore_layouts
+from lower_trace.integrations.reruns.tilelang_layout_restore import restore_layouts
 
 FILL_TILELANG = FILL_FIND_PASS = True
 FILL_CONFIGS: dict[str, object] = {}
@@ -66,7 +66,7 @@ if FILL_FIND_PASS:
 
 # --- TileLang layouts brought back exactly (a copy of lower-trace's tilelang_layout_restore.py) ---
 
-# FILL_LAYOUT_RESTORE: integrations/tilelang_layout_restore.py, without its docstring
+# FILL_LAYOUT_RESTORE: integrations/reruns/tilelang_layout_restore.py, without its docstring
 
 
 def main():

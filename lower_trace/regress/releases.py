@@ -54,7 +54,7 @@ def lower_trace_source() -> str:
     checkout), else the release of lower-trace that is running (installed from a wheel)."""
     from importlib import metadata
 
-    # this file is lower_trace/regress/versions.py (the package root is not imported: it is a layer above)
+    # this file is lower_trace/regress/releases.py (the package root is not imported: it is a layer above)
     folder = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
         with open(os.path.join(folder, "pyproject.toml"), encoding="utf-8") as handle:

@@ -20,13 +20,13 @@ from typing import Any
 import tvm
 import tvm_ffi
 
-from lower_trace.capture.naming import CallSite
 from lower_trace.capture.session import CompileSession
 from lower_trace.capture.sink import GetRun
 from lower_trace.capture.tracker import PassTracker
-from lower_trace.integrations.patching import Patches
-from lower_trace.integrations.tvm_driver import LOWER_TRACE_DIR, GlobalFunctions, run_traced, tvm_version
-from lower_trace.integrations.tvm_ir import TVMIR
+from lower_trace.integrations.adapters.patching import Patches
+from lower_trace.integrations.adapters.tvm_driver import LOWER_TRACE_DIR, GlobalFunctions, run_traced, tvm_version
+from lower_trace.integrations.ir_reading.stack_walk import CallSite
+from lower_trace.integrations.ir_reading.tvm_ir import TVMIR
 
 _session: ContextVar[CompileSession | None] = ContextVar("lower_trace_tvm_session", default=None)
 # Only Pass.__call__'s own folder and ours are skipped when looking for who ran a pass:

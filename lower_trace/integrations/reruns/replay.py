@@ -1,7 +1,7 @@
 """Rerunning a pass outside the compile that ran it: its input as TVM's own JSON (which keeps
 TileLang IR whole, spans too, and whose layouts tilelang_layout_restore.py brings back
 exactly; TVMScript text does not parse back), how to build the pass from Python (with the
-arguments pass_calls.py recorded), and the target and pass configs it ran under.
+arguments ir_reading/pass_calls.py recorded), and the target and pass configs it ran under.
 
 Used by capture (the input of a failed pass; of every pass with TL_LOWER_TRACE_REPLAY=1)
 and by ``lower-trace replay``. Every TVM import of this is here, in the integrations.
@@ -24,8 +24,8 @@ except ImportError:
     pass
 import tvm
 
-from lower_trace.capture.naming import FactoryRef
-from lower_trace.integrations.pass_factories import ANONYMOUS, FACTORY_MODULES
+from lower_trace.integrations.ir_reading.stack_walk import FactoryRef
+from lower_trace.integrations.reruns.pass_factories import ANONYMOUS, FACTORY_MODULES
 from lower_trace.model import PassBuild, PassCall
 
 
@@ -101,7 +101,7 @@ def module_json(mod: Any) -> str:
 def load_module(text: str) -> tuple[Any, str]:
     """The module TVM's JSON holds, its TileLang layouts restored exactly (tilelang_layout_restore);
     and a note, "" unless something could not be restored."""
-    from lower_trace.integrations.tilelang_layout_restore import restore_layouts
+    from lower_trace.integrations.reruns.tilelang_layout_restore import restore_layouts
 
     return restore_layouts(tvm.ir.load_json(text), text)
 

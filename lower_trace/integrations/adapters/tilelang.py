@@ -3,7 +3,7 @@
 TileLang opens one instrumentation session per logical compile (``lower``,
 ``compile``, ``@jit``) and asks every registered tool for a PassInstrument, a
 codegen wrapper and a ``finish`` call. We register one tool; the one patch is TileLang's nvcc
-call (nvcc/tilelang_device.py: the instrumentation has no device-compile event).
+call (integrations/nvcc/tilelang_device.py: the instrumentation has no device-compile event).
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from tilelang import instrumentation as tl_instr
 
 from lower_trace.capture.session import CompileSession
 from lower_trace.capture.sink import GetRun, TraceSink
-from lower_trace.integrations.nvcc.tilelang_device import DeviceCapture
-from lower_trace.integrations.source_hooks import SourceHooks
-from lower_trace.integrations.tilelang_common import (
+from lower_trace.integrations.adapters.source_hooks import SourceHooks
+from lower_trace.integrations.adapters.tilelang_common import (
     LIBRARY_DIRS,
     PHASE_OF_FUNCTION,
     bypass_kernel_cache,
@@ -26,8 +25,9 @@ from lower_trace.integrations.tilelang_common import (
     restore_kernel_cache,
     versions,
 )
-from lower_trace.integrations.tvm_driver import instrument_for
-from lower_trace.integrations.tvm_ir import TVMIR
+from lower_trace.integrations.adapters.tvm_driver import instrument_for
+from lower_trace.integrations.ir_reading.tvm_ir import TVMIR
+from lower_trace.integrations.nvcc.tilelang_device import DeviceCapture
 
 TOOL_NAME = "lower-trace"
 

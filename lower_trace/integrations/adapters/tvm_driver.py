@@ -15,7 +15,7 @@ from lower_trace.capture.session import CompileSession
 from lower_trace.capture.sink import TraceSink
 from lower_trace.capture.tracker import GatedTracker, PassTracker
 
-LOWER_TRACE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOWER_TRACE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # lower_trace/ (this is integrations/adapters/)
 SKIP_DIRS = (*(os.path.dirname(os.path.abspath(str(module.__file__))) for module in (tvm, tvm_ffi)), LOWER_TRACE_DIR)
 TrackerInstrument = tvm.ir.instrument.pass_instrument(PassTracker)
 GatedInstrument = tvm.ir.instrument.pass_instrument(GatedTracker)

@@ -12,7 +12,7 @@ except ImportError:
     pass
 import tvm
 
-from lower_trace.integrations.patching import Patches
+from lower_trace.integrations.adapters.patching import Patches
 
 # The switches a user flips by hand: TileLang configs that turn something off, on, or force it.
 _SWITCH_WORDS = ("disable_", "enable_", "force_")

@@ -13,8 +13,8 @@ import json
 import sys
 from importlib import util
 
-# Run as a script, this folder is first on sys.path, and its tilelang.py and tvm.py would stand in
-# for TileLang's own.
+# Run as a script, this folder is first on sys.path: taken off, so that no module of ours can
+# stand in for one of TileLang's or the standard library's.
 if sys.path and sys.path[0] and __file__.startswith(sys.path[0]):
     del sys.path[0]
 
