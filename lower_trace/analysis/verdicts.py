@@ -4,6 +4,7 @@ every view and the summary page (which gets their labels from the result, never 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 
 
 class Verdict(str, enum.Enum):
@@ -58,6 +59,22 @@ GATES: dict[str, tuple[Verdict, ...]] = {
 # Never in the default gate: what differs only as TileLang's own run-to-run variation (measured,
 # or one object under two names), or only in the IR on the way; names alone with --up-to-renaming.
 _NOT_GATED = (Verdict.IDENTICAL, Verdict.SAME_CODE, Verdict.VARIES, Verdict.EQUIVALENT)
+
+
+SLOWER = "slower"  # --fail-on's word for passes slower across the corpus (never in the default gate: time is noisy)
+FAIL_ON = [*GATES, SLOWER]  # every word --fail-on takes
+
+
+def gate_of(words: list[str]) -> set[Verdict | str]:
+    """The verdicts (and SLOWER) that --fail-on's words name; every word is one of FAIL_ON."""
+    return {verdict for word in words for verdict in GATES.get(word, (SLOWER,))}
+
+
+def gate_fails(gate: set[Verdict | str], reasons: Iterable[tuple[Verdict, ...]], died: bool, slower: bool) -> bool:
+    """Whether the gate fails: a kernel's verdict (any of its reasons) it names, a side's process that
+    died when it names "died", passes slower across the corpus when it names SLOWER."""
+    failing = any(reason in gate for kernel in reasons for reason in kernel)
+    return failing or (died and bool(gate & set(GATES["died"]))) or (SLOWER in gate and slower)
 
 
 def default_gate(up_to_renaming: bool) -> set[Verdict]:

@@ -9,41 +9,27 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from lower_trace.cli.options import add_color, color_wanted_by
-from lower_trace.cli.selection import UsageError, regex
+from lower_trace.cli.selection import UsageError, after_dashes, regex
 
 if TYPE_CHECKING:
-    from lower_trace.analysis.compare import Comparison
-    from lower_trace.model import BisectRun, KernelTrace
+    from lower_trace.model import BisectAnswer
+    from lower_trace.rerun.bisection import Bisector
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     """Find the pass that breaks your result: COMMAND (your check: exit 0 good, non-zero bad) is run
     again and again with only the first N passes (and the required ones), bisecting N. With
     --versions, find the TileLang release that breaks it instead."""
-    from lower_trace.config import default_trace_dir
     from lower_trace.render import bisect_view
-    from lower_trace.rerun.bisection import KNOWN_REQUIRED, Bisector, CannotRun, python_command
-    from lower_trace.store.layout import new_run_dir
+    from lower_trace.rerun.bisection import CannotRun
 
-    command = list(args.command)
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command:
-        raise UsageError("give the check to run after --, e.g. lower-trace bisect -- python check.py (exit 0 = good)")
-    if args.venvs and args.versions is None:
-        raise UsageError("--venvs is the venv cache of --versions: give the releases too, e.g. --versions 0.1.13 0.1.15")
+    command = _check_command(args)
     if args.versions is not None:  # which release, not which pass: cli/bisect_versions.py
         from lower_trace.cli.bisect_versions import cmd_bisect_versions
 
         return cmd_bisect_versions(args, command)
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError(f"--timeout {args.timeout:g}: give the seconds one run may take (more than 0)")
-    if args.kernel:
-        regex(args.kernel, "--kernel")
-    workdir = args.work or new_run_dir(os.path.join(default_trace_dir(), "bisect"))
-    required = [] if args.no_known_required else list(KNOWN_REQUIRED)
-    required += [name for item in args.required for name in item.split(",") if name]
-    bisector = Bisector(python_command(command), workdir, kernel=args.kernel or "", required=required, timeout=args.timeout, say=_say_flushed)
+    _check_pass_options(args)
+    workdir, bisector = _bisector(args, command)
     bisect_view.write_start(sys.stdout, command, workdir)
     started = time.monotonic()
     try:
@@ -55,20 +41,48 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         return 130
     except CannotRun as exc:
         raise UsageError(str(exc)) from None
+    return _write_answer(args, bisector, answer, workdir, started)
+
+
+def _check_command(args: argparse.Namespace) -> list[str]:
+    """The check, given after --; --venvs only with --versions."""
+    command = after_dashes(args.command)
+    if not command:
+        raise UsageError("give the check to run after --, e.g. lower-trace bisect -- python check.py (exit 0 = good)")
+    if args.venvs and args.versions is None:
+        raise UsageError("--venvs is the venv cache of --versions: give the releases too, e.g. --versions 0.1.13 0.1.15")
+    return command
+
+
+def _check_pass_options(args: argparse.Namespace) -> None:
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError(f"--timeout {args.timeout:g}: give the seconds one run may take (more than 0)")
+    if args.kernel:
+        regex(args.kernel, "--kernel")
+
+
+def _bisector(args: argparse.Namespace, command: list[str]) -> tuple[str, Bisector]:
+    """The runs' folder as given (--work, or a new one in <trace dir>/bisect) and the search over it."""
+    from lower_trace.config import default_trace_dir
+    from lower_trace.rerun.bisection import Bisector, python_command, required_passes
+    from lower_trace.store.layout import new_run_dir
+
+    workdir = args.work or new_run_dir(os.path.join(default_trace_dir(), "bisect"))
+    required = required_passes(not args.no_known_required, args.required)
+    return workdir, Bisector(python_command(command), workdir, kernel=args.kernel or "", required=required, timeout=args.timeout, say=_say_flushed)
+
+
+def _write_answer(args: argparse.Namespace, bisector: Bisector, answer: BisectAnswer, workdir: str, started: float) -> int:
+    """The first bad pass (exit 0), or why none was found (exit 1)."""
+    from lower_trace.render import bisect_view
+    from lower_trace.rerun.bisection import again, parted
+
     took = bisect_view.took(answer.runs, time.monotonic() - started)
     if answer.kind != "found":
         bisect_view.write_no_culprit(sys.stdout, answer, took, workdir, args.kernel or "", args.timeout)
         return 1
-    assert answer.good is not None and answer.bad is not None and answer.kernel is not None
-    inputs = os.path.join(workdir, "again-bad-inputs")  # the bad run with every pass's input kept, for reduce
-    again = (
-        bisector.reproduce(answer.bad.limit, folder=os.path.join(workdir, "again-bad")),
-        bisector.reproduce(answer.good.limit, folder=os.path.join(workdir, "again-good")),
-        f"TL_LOWER_TRACE_REPLAY=1 {bisector.reproduce(answer.bad.limit, folder=inputs)}",
-        inputs,
-    )
-    parted = _parted(answer.good, answer.bad, answer.kernel)
-    bisect_view.write_culprit(sys.stdout, answer, bisector.total, took, again, parted, color_wanted_by(args))
+    commands = again(bisector, answer, workdir)
+    bisect_view.write_culprit(sys.stdout, answer, bisector.total, took, commands, parted(answer), color_wanted_by(args))
     return 0
 
 
@@ -76,29 +90,15 @@ def _say_flushed(text: str) -> None:
     print(text, flush=True)
 
 
-def _parted(good: BisectRun, bad: BisectRun, kernel: KernelTrace) -> Comparison | None:
-    """The good and the bad run's kernel compared, as lower-trace diff does (None: the good run has no such kernel)."""
-    from lower_trace.analysis.compare import Side, compare
-
-    before = next((k for k in good.trace.kernels if k.kernel_id == kernel.kernel_id), None) if good.trace else None
-    if before is None or bad.trace is None or good.trace is None:
-        return None
-    return compare(Side(before, good.trace.snapshot), Side(kernel, bad.trace.snapshot))
-
-
-def _try_configs(bisector: Any, wanted: str, started: float) -> int:
+def _try_configs(bisector: Bisector, wanted: str, started: float) -> int:
     """--configs: each TileLang switch on its own, with every pass: which ones flip the check."""
     from lower_trace.integrations.reruns.extra_configs import registered_configs, switch_configs
     from lower_trace.render import bisect_view
+    from lower_trace.rerun.bisection import configs_to_try
 
-    known = registered_configs()
-    if wanted == "all":
-        keys = [key for key in switch_configs() if not known or key in known]
-    else:
-        keys = [key for key in wanted.split(",") if key]
-        unknown = [key for key in keys if known and key not in known]
-        if unknown:
-            raise UsageError(f"--configs: {', '.join(unknown)} is not a pass config this TileLang knows; `--configs` alone tries all its switches")
+    keys, unknown = configs_to_try(wanted, registered_configs(), switch_configs)
+    if unknown:
+        raise UsageError(f"--configs: {', '.join(unknown)} is not a pass config this TileLang knows; `--configs` alone tries all its switches")
     if not keys:
         raise UsageError("--configs found no TileLang pass configs to try; name them: --configs tl.disable_x,tl.enable_y")
     base, tried = bisector.try_configs(keys)

@@ -19,7 +19,7 @@ from lower_trace.cli.selection import UsageError
 
 if TYPE_CHECKING:
     from lower_trace.regress.corpus import SideRun
-    from lower_trace.regress.releases import Outcome
+    from lower_trace.regress.releases import Outcome, Search
     from lower_trace.regress.sides import Interpreter
 
 # bisect's options that choose passes or configs: they mean nothing across releases.
@@ -31,11 +31,27 @@ def say(text: str) -> None:
 
 
 def cmd_bisect_versions(args: argparse.Namespace, command: list[str]) -> int:
-    from lower_trace.config import default_trace_dir
-    from lower_trace.regress.corpus import run_side
-    from lower_trace.regress.releases import DEFAULT_CACHE, VenvError, ensure_venv, oldest_first, release_key, search
-    from lower_trace.regress.sides import SideError, SideSpec, probe
-    from lower_trace.store.layout import new_run_dir
+    from lower_trace.regress.releases import DEFAULT_CACHE, search
+
+    given, versions = _check_versions(args)
+    cache = os.path.abspath(os.path.expanduser(args.venvs or DEFAULT_CACHE))
+    work = _work_folder(args)
+    say(f"bisecting TileLang releases {' '.join(versions)} (oldest first) with: {' '.join(command)}")
+    if versions != given:  # the search needs them in order: said, so the order is never a surprise
+        say(f"(sorted as release numbers; given as {' '.join(given)})")
+    say(f"venvs: {cache}; traces: {work}")
+    releases = _Releases(cache, command, work, args.timeout)
+    try:
+        found = search(versions, releases.outcome)
+    except KeyboardInterrupt:
+        say(f"stopped after {len(releases.runs)} runs; traces so far: {work}")
+        return 130
+    return _write_found(found, releases.runs, versions, work)
+
+
+def _check_versions(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """--versions as given and oldest first; every other option fit to go with it."""
+    from lower_trace.regress.releases import release_key
 
     passes = [name for name, flag in PASS_OPTIONS.items() if getattr(args, name, None) not in (None, False, [])]
     if passes:
@@ -43,58 +59,89 @@ def cmd_bisect_versions(args: argparse.Namespace, command: list[str]) -> int:
     given = list(args.versions)
     if len(given) < 2:
         raise UsageError("--versions needs two releases or more: --versions 0.1.9 0.1.13 0.1.15")
-    try:
-        versions = oldest_first(given)
-    except ValueError as exc:
-        raise UsageError(f"--versions {exc}: not a release number; name TileLang releases as pip does, e.g. 0.1.13") from None
+    versions = _oldest_first(given)
     if len({release_key(v) for v in versions}) != len(versions):
         raise UsageError(f"--versions {' '.join(given)}: a release is named twice; name each once")
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError(f"--timeout {args.timeout:g}: give the seconds one run may take (more than 0)")
-    cache = os.path.abspath(os.path.expanduser(args.venvs or DEFAULT_CACHE))
+    return given, versions
+
+
+def _oldest_first(given: list[str]) -> list[str]:
+    from lower_trace.regress.releases import oldest_first
+
+    try:
+        return oldest_first(given)
+    except ValueError as exc:
+        raise UsageError(f"--versions {exc}: not a release number; name TileLang releases as pip does, e.g. 0.1.13") from None
+
+
+def _work_folder(args: argparse.Namespace) -> str:
+    """--work, which must be new or empty, or a new folder in <trace dir>/bisect."""
+    from lower_trace.config import default_trace_dir
+    from lower_trace.store.layout import new_run_dir
+
     work = os.path.abspath(args.work) if args.work else new_run_dir(os.path.join(default_trace_dir(), "bisect"))
     if os.path.isdir(work) and os.listdir(work):
         raise UsageError(f"--work {work}: not empty; name a new folder (each release's traces go in <folder>/<version>)")
-    print(f"bisecting TileLang releases {' '.join(versions)} (oldest first) with: {' '.join(command)}", flush=True)
-    if versions != given:  # the search needs them in order: said, so the order is never a surprise
-        print(f"(sorted as release numbers; given as {' '.join(given)})", flush=True)
-    print(f"venvs: {cache}; traces: {work}", flush=True)
-    runs: dict[str, tuple[Interpreter, SideRun]] = {}
+    return work
 
-    def outcome(version: str) -> Outcome:
-        try:
-            python = ensure_venv(cache, version, say)
-            interpreter = probe(SideSpec(version, python), f"TileLang {version}")
-        except (VenvError, SideError) as exc:
-            print(f"{version}: skipped: {exc}", flush=True)
+
+class _Releases:
+    """Each release's run of the check, as the search asks for it: said as it ends, kept for the comparison."""
+
+    def __init__(self, cache: str, command: list[str], work: str, timeout: float | None) -> None:
+        self.cache, self.command, self.work, self.timeout = cache, command, work, timeout
+        self.runs: dict[str, tuple[Interpreter, SideRun]] = {}
+
+    def outcome(self, version: str) -> Outcome:
+        interpreter = self._interpreter(version)
+        if interpreter is None:
             return "skipped"
-        try:
-            run = run_side(version, command, interpreter, os.path.join(work, version), os.getcwd(), timeout=args.timeout)
-        except SideError as exc:
-            raise UsageError(str(exc)) from None
-        runs[version] = (interpreter, run)
+        run = self._run(version, interpreter)
+        self.runs[version] = (interpreter, run)
         verdict: Outcome = "good" if run.returncode == 0 else "bad"
-        late = " (stopped: --timeout)" if run.returncode == 124 and args.timeout else ""
-        print(f"{version}: {verdict} (exit {run.returncode}{late}, {run.seconds:.1f} s; log {run.log})", flush=True)
+        late = " (stopped: --timeout)" if run.returncode == 124 and self.timeout else ""
+        say(f"{version}: {verdict} (exit {run.returncode}{late}, {run.seconds:.1f} s; log {run.log})")
         return verdict
 
-    try:
-        found = search(versions, outcome)
-    except KeyboardInterrupt:
-        print(f"stopped after {len(runs)} runs; traces so far: {work}", flush=True)
-        return 130
+    def _interpreter(self, version: str) -> Interpreter | None:
+        """The release's venv (built once, reused) asked what it has; None when it cannot be had (said)."""
+        from lower_trace.regress.releases import VenvError, ensure_venv
+        from lower_trace.regress.sides import SideError, SideSpec, probe
+
+        try:
+            python = ensure_venv(self.cache, version, say)
+            return probe(SideSpec(version, python), f"TileLang {version}")
+        except (VenvError, SideError) as exc:
+            say(f"{version}: skipped: {exc}")
+            return None
+
+    def _run(self, version: str, interpreter: Interpreter) -> SideRun:
+        from lower_trace.regress.corpus import run_side
+        from lower_trace.regress.sides import SideError
+
+        try:
+            return run_side(version, self.command, interpreter, os.path.join(self.work, version), os.getcwd(), timeout=self.timeout)
+        except SideError as exc:
+            raise UsageError(str(exc)) from None
+
+
+def _write_found(found: Search, runs: dict[str, tuple[Interpreter, SideRun]], versions: list[str], work: str) -> int:
+    """What the search found: the first bad release, its comparison with the last good one and the
+    summary page (exit 1); or why there is none."""
     if found.kind == "too few":
         raise UsageError(f"fewer than two of the releases {' '.join(versions)} install and import; name others (pip install tilelang==VERSION must work)")
     if found.kind == "first bad":
-        print(f"the oldest release, {found.bad}, is already bad: nothing to bisect; add an older release that is good (first)", flush=True)
+        say(f"the oldest release, {found.bad}, is already bad: nothing to bisect; add an older release that is good (first)")
         return 1
     if found.kind == "all good":
-        print(f"every release is good, the newest ({found.good}) included: no bad release to find", flush=True)
+        say(f"every release is good, the newest ({found.good}) included: no bad release to find")
         return 0
     page = _compare(runs[found.good], runs[found.bad], work)
     if page:
-        print(f"summary page: file://{page}", flush=True)
-    print(f"first bad release: {found.bad} (last good: {found.good})", flush=True)
+        say(f"summary page: file://{page}")
+    say(f"first bad release: {found.bad} (last good: {found.good})")
     return 1
 
 

@@ -5,33 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lower_trace.cli.options import add_trace
 from lower_trace.cli.selection import UsageError
 from lower_trace.config import DEFAULT_TRACE_DIR
 
-
-def _script_dirs(path: str) -> list[str]:
-    """Script folders holding working copies, from a run folder, a script folder, its
-    edits/ folder or a file in it, or the trace root (every script below it)."""
-    from lower_trace.store.layout import EDITS, MANIFEST
-
-    folder = os.path.normpath(path)
-    if os.path.isfile(folder):  # a run's manifest, or a working copy
-        folder = os.path.dirname(folder) or "."
-    if os.path.isdir(os.path.join(folder, EDITS)):
-        return [folder]
-    if os.path.basename(folder) == EDITS and os.path.isdir(folder):
-        return [os.path.dirname(folder) or "."]
-    if os.path.isfile(os.path.join(folder, MANIFEST)):  # a run folder: its script's working copies
-        parent = os.path.normpath(os.path.join(folder, os.pardir))
-        return [parent] if os.path.isdir(os.path.join(parent, EDITS)) else []
-    try:
-        children = sorted(entry.path for entry in os.scandir(folder) if entry.is_dir())
-    except OSError:
-        raise UsageError(f"{path}: no such directory; pass a trace folder (default {DEFAULT_TRACE_DIR})") from None
-    return [child for child in children if os.path.isdir(os.path.join(child, EDITS))]
+if TYPE_CHECKING:
+    from lower_trace.edits.working_copies import EditStore
 
 
 def cmd_edits(args: argparse.Namespace) -> int:
@@ -45,20 +26,33 @@ def cmd_edits(args: argparse.Namespace) -> int:
     if not stores:
         raise UsageError(f"{args.trace}: no working copies here yet; run your script with TL_LOWER_TRACE=html first")
     if args.reset:
-        matching = [s for s in stores if any(args.reset in (e.kernel, e.file, os.path.splitext(e.file)[0]) for e in s.entries())]
-        if len(matching) > 1:
-            folders = ", ".join(os.path.dirname(s.root) for s in matching)
-            raise UsageError(
-                f"several scripts have working copies for {args.reset!r}; name one: lower-trace edits FOLDER --reset {args.reset} (folders: {folders})"
-            )
-        done = [item for store in matching for item in store.reset(args.reset)]
-        if not done:
-            known = sorted({e.kernel for store in stores for e in store.entries()})
-            raise UsageError(f"no working copy for {args.reset!r}; kernels: {', '.join(known)}")
-        write_reset(sys.stdout, done)
+        write_reset(sys.stdout, _reset(stores, args.reset))
         return 0
     write_listing(sys.stdout, [(store.root, store.entries()) for store in stores])
     return 0
+
+
+def _script_dirs(path: str) -> list[str]:
+    """The script folders a TRACE argument names that hold working copies (edits/edit_folder.py)."""
+    from lower_trace.edits.edit_folder import script_dirs
+
+    try:
+        return script_dirs(path)
+    except OSError:
+        raise UsageError(f"{path}: no such directory; pass a trace folder (default {DEFAULT_TRACE_DIR})") from None
+
+
+def _reset(stores: list[EditStore], key: str) -> list[tuple[str, str]]:
+    """--reset KEY in the one script that has working copies for it: (path, backup) of each reset."""
+    matching = [store for store in stores if store.holds(key)]
+    if len(matching) > 1:
+        folders = ", ".join(os.path.dirname(s.root) for s in matching)
+        raise UsageError(f"several scripts have working copies for {key!r}; name one: lower-trace edits FOLDER --reset {key} (folders: {folders})")
+    done = [item for store in matching for item in store.reset(key)]
+    if not done:
+        known = sorted({e.kernel for store in stores for e in store.entries()})
+        raise UsageError(f"no working copy for {key!r}; kernels: {', '.join(known)}")
+    return done
 
 
 def add_parser(sub: Any) -> None:

@@ -6,12 +6,15 @@ import os
 import re
 import sys
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lower_trace.cli.options import add_kernel, add_trace
 from lower_trace.cli.selection import UsageError, kernels_of
 from lower_trace.model import PassStatus
 from lower_trace.rerun import repro
+
+if TYPE_CHECKING:
+    from lower_trace.rerun.reduction import Reduction
 
 
 def cmd_reduce(args: argparse.Namespace) -> int:
@@ -19,6 +22,23 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     module that still fails the same way, 1-minimal: FOLDER gets input.json, repro.py, error.txt
     and reduced.py (the module as TVMScript). DIR may also be a reproducer folder."""
     _check_output(args.output)
+    _check_interesting(args)
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout {args.timeout:g}: give the seconds one try may take (more than 0)")
+    test = os.path.abspath(args.test) if args.test else None  # it runs in each candidate's folder
+    with tempfile.TemporaryDirectory(prefix="lower-trace-reduce-input-") as scratch:
+        source = args.trace if _is_reproducer(args.trace) else _write_reproducer(args, scratch)
+        reduce, not_interesting = _reduction()
+        try:
+            result = reduce(source, args.output, timeout=args.timeout, jobs=args.jobs, matches=args.matches, test=test, say=_say, warn=_warn)
+        except not_interesting as exc:
+            raise UsageError(f"{args.trace}: nothing to reduce: {exc}") from None
+    _write_reduced(result)
+    return 130 if result.interrupted else 0
+
+
+def _check_interesting(args: argparse.Namespace) -> None:
+    """--test or --matches, one of them, each what it must be."""
     if args.test and not (os.path.isfile(args.test) and os.access(args.test, os.X_OK)):
         raise UsageError(f"--test {args.test}: not an executable file (it gets a candidate's folder and exits 0 when it is still interesting)")
     if args.test and args.matches:
@@ -28,29 +48,31 @@ def cmd_reduce(args: argparse.Namespace) -> int:
             re.compile(args.matches)
         except re.error as exc:
             raise UsageError(f"--matches {args.matches!r}: not a regular expression ({exc})") from None
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout {args.timeout:g}: give the seconds one try may take (more than 0)")
-    test = os.path.abspath(args.test) if args.test else None  # it runs in each candidate's folder
-    with tempfile.TemporaryDirectory(prefix="lower-trace-reduce-input-") as scratch:
-        source = args.trace if _is_reproducer(args.trace) else _write_reproducer(args, scratch)
-        try:
-            from lower_trace.rerun.reduction import NotInteresting, reduce
-        except ImportError as exc:
-            if "stmt_functor" in str(exc):
-                raise UsageError(f"lower-trace reduce cannot run here: {exc} (lower-trace repro writes the whole reproducer, which runs)") from None
-            raise UsageError(f"lower-trace reduce needs the compiler the reproducer runs (TileLang or TVM) installed here: {exc}") from None
 
-        def say(line: str) -> None:
-            if sys.stderr.isatty():
-                sys.stderr.write(f"lower-trace reduce: {line}\n")
 
-        def warn(line: str) -> None:
-            sys.stderr.write(f"lower-trace reduce: {line}\n")
+def _reduction() -> tuple[Any, type[Exception]]:
+    """rerun/reduction.py's reduce and NotInteresting, or the one line why it cannot run here."""
+    try:
+        from lower_trace.rerun.reduction import NotInteresting, reduce
+    except ImportError as exc:
+        if "stmt_functor" in str(exc):
+            raise UsageError(f"lower-trace reduce cannot run here: {exc} (lower-trace repro writes the whole reproducer, which runs)") from None
+        raise UsageError(f"lower-trace reduce needs the compiler the reproducer runs (TileLang or TVM) installed here: {exc}") from None
+    return reduce, NotInteresting
 
-        try:
-            result = reduce(source, args.output, timeout=args.timeout, jobs=args.jobs, matches=args.matches, test=test, say=say, warn=warn)
-        except NotInteresting as exc:
-            raise UsageError(f"{args.trace}: nothing to reduce: {exc}") from None
+
+def _say(line: str) -> None:
+    """Progress, on a terminal only."""
+    if sys.stderr.isatty():
+        sys.stderr.write(f"lower-trace reduce: {line}\n")
+
+
+def _warn(line: str) -> None:
+    sys.stderr.write(f"lower-trace reduce: {line}\n")
+
+
+def _write_reduced(result: Reduction) -> None:
+    """What the reduction came to, the command that runs its reproducer, and the module's file."""
     minutes, seconds = divmod(round(result.seconds), 60)
     took = f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
     stopped = " (interrupted: the smallest so far)" if result.interrupted else ""
@@ -61,7 +83,6 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     print(f"  {os.path.join(result.folder, 'reduced.py')}   # the module, to paste into a bug report")
     if result.failure and result.original and result.failure.headline != result.original.headline:
         print(f"  note: the message now reads {result.failure.headline[:160]!r}; it was {result.original.headline[:160]!r} (the numbers may differ)")
-    return 130 if result.interrupted else 0
 
 
 def _check_output(output: str) -> None:

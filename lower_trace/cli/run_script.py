@@ -11,58 +11,83 @@ from types import CodeType, ModuleType
 from typing import Any
 
 from lower_trace.cli.selection import UsageError
-from lower_trace.config import DEFAULT_TRACE_DIR, ENV_DIR, ENV_MODE, MODES, ConfigError, parse_mode
+from lower_trace.config import DEFAULT_TRACE_DIR, ENV_DIR, ENV_MODE, MODES, Config, ConfigError, parse_mode
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a Python script (or -m module) with tracing on, like TL_LOWER_TRACE=<mode> python script.py."""
-    try:
-        mode = parse_mode(args.mode)
-    except ConfigError:
-        raise UsageError(f"--mode {args.mode!r} is not a mode; use one of {', '.join(MODES)}") from None
-    if mode is None:
-        raise UsageError("--mode must turn tracing on: terminal, html or both")
-    if not args.module and not args.script:
-        raise UsageError("name a script to run: lower-trace run kernel.py [args...] (or -m module)")
-    script = None
-    if args.module:
-        # argparse hands the module's first argument to `script`: give it back.
-        argv = [args.module, *([args.script] if args.script else []), *args.args]
-        path0 = os.getcwd()
-    else:
-        script = _Script(args.script)  # every mistake about the script is one line, before anything runs
-        argv = [args.script, *args.args]
-        path0 = script.path0
-    from lower_trace import api
-    from lower_trace.config import config_from_env
+    mode = _mode(args.mode)
+    script, argv, path0 = _target(args)  # every mistake about the script is one line, before anything runs
+    from lower_trace import api  # noqa: F401 -- the tracer imported before the variables below are set, as it always was
 
-    # Children the script starts are traced too, exactly as with the variable.
-    os.environ[ENV_MODE] = mode
-    if args.dir:
-        os.environ[ENV_DIR] = args.dir
-    try:
-        config = config_from_env(origin="cli", dir_origin="cli" if args.dir else "env")
-    except ConfigError as exc:  # e.g. a bad TL_LOWER_TRACE_FILTER
-        raise UsageError(str(exc)) from None
+    config = _config(mode, args.dir)
     # As python does: argv and sys.path[0] are the script's (or, for -m, the current folder).
     sys.argv = argv
     if not getattr(sys.flags, "safe_path", False):  # python -P / PYTHONSAFEPATH: no such folder on the path
         sys.path[0] = path0
     if script is not None:
-        try:
-            code, module = script.load()
-        except (SyntaxError, ValueError) as exc:  # shown as python shows it, before tracing starts
-            return _report_user_error(exc)
-        api.start(config)  # after sys.argv: the trace folder is named after the script
-        sys.modules["__main__"] = module  # pickle and multiprocessing find the script's objects there
-        return _run_user_code(lambda: exec(code, module.__dict__))
+        return _run_script(script, config)
+    return _run_module(args.module, config)
+
+
+def _mode(given: str) -> str:
+    """--mode, which must turn tracing on."""
+    try:
+        mode = parse_mode(given)
+    except ConfigError:
+        raise UsageError(f"--mode {given!r} is not a mode; use one of {', '.join(MODES)}") from None
+    if mode is None:
+        raise UsageError("--mode must turn tracing on: terminal, html or both")
+    return mode
+
+
+def _target(args: argparse.Namespace) -> tuple[_Script | None, list[str], str]:
+    """What runs (the script, or None for -m), its sys.argv and its sys.path[0]."""
+    if not args.module and not args.script:
+        raise UsageError("name a script to run: lower-trace run kernel.py [args...] (or -m module)")
+    if args.module:
+        # argparse hands the module's first argument to `script`: give it back.
+        return None, [args.module, *([args.script] if args.script else []), *args.args], os.getcwd()
+    script = _Script(args.script)
+    return script, [args.script, *args.args], script.path0
+
+
+def _config(mode: str, folder: str | None) -> Config:
+    """The configuration the run traces with, from the environment, set as the variables would set it."""
+    from lower_trace.config import config_from_env
+
+    # Children the script starts are traced too, exactly as with the variable.
+    os.environ[ENV_MODE] = mode
+    if folder:
+        os.environ[ENV_DIR] = folder
+    try:
+        return config_from_env(origin="cli", dir_origin="cli" if folder else "env")
+    except ConfigError as exc:  # e.g. a bad TL_LOWER_TRACE_FILTER
+        raise UsageError(str(exc)) from None
+
+
+def _run_script(script: _Script, config: Config) -> int:
+    from lower_trace import api
+
+    try:
+        code, module = script.load()
+    except (SyntaxError, ValueError) as exc:  # shown as python shows it, before tracing starts
+        return _report_user_error(exc)
+    api.start(config)  # after sys.argv: the trace folder is named after the script
+    sys.modules["__main__"] = module  # pickle and multiprocessing find the script's objects there
+    return _run_user_code(lambda: exec(code, module.__dict__))
+
+
+def _run_module(name: str, config: Config) -> int:
+    from lower_trace import api
+
     api.start(config)
     try:
-        _check_module(args.module)  # may import the module's parent packages: traced, as python -m runs them
+        _check_module(name)  # may import the module's parent packages: traced, as python -m runs them
     except UsageError:
         api.disable()  # nothing ran: no "nothing was compiled" message either
         raise
-    return _run_user_code(lambda: runpy.run_module(args.module, run_name="__main__", alter_sys=True))
+    return _run_user_code(lambda: runpy.run_module(name, run_name="__main__", alter_sys=True))
 
 
 class _Script:
@@ -73,18 +98,8 @@ class _Script:
         self.given = given
         # python makes the script's path absolute without normalising it ("/cwd/./k.py") ...
         self.path = given if os.path.isabs(given) else os.path.join(os.getcwd(), given)
-        if not os.path.exists(given):
-            raise UsageError(f"{given}: no such script")
+        _check_script(given)
         self.is_file = os.path.isfile(given) and not _is_zip(given)
-        if os.path.isdir(given) and not os.path.isfile(os.path.join(given, "__main__.py")):
-            raise UsageError(f"{given} is a folder without a __main__.py; name a Python script: lower-trace run kernel.py")
-        if not os.path.isdir(given) and not os.path.isfile(given):
-            raise UsageError(f"{given}: not a file; name a Python script")
-        try:
-            with open(given if self.is_file or not os.path.isdir(given) else os.path.join(given, "__main__.py"), "rb"):
-                pass
-        except OSError as exc:
-            raise UsageError(f"{given}: cannot read it ({exc.strerror or exc})") from None
         # ... and puts the folder of the real file (symlinks resolved), or the folder / zip itself, first on sys.path.
         self.path0 = os.path.dirname(os.path.realpath(self.path)) if self.is_file else self.path
 
@@ -108,6 +123,22 @@ class _Script:
         if spec is None or code is None:
             raise UsageError(f"{self.given}: no __main__ module in it; name a Python script")
         return code, importlib.util.module_from_spec(spec)
+
+
+def _check_script(given: str) -> None:
+    """A UsageError for what python would not run: nothing there, a folder without __main__.py, a
+    device or such, a file that cannot be read."""
+    if not os.path.exists(given):
+        raise UsageError(f"{given}: no such script")
+    if os.path.isdir(given) and not os.path.isfile(os.path.join(given, "__main__.py")):
+        raise UsageError(f"{given} is a folder without a __main__.py; name a Python script: lower-trace run kernel.py")
+    if not os.path.isdir(given) and not os.path.isfile(given):
+        raise UsageError(f"{given}: not a file; name a Python script")
+    try:
+        with open(os.path.join(given, "__main__.py") if os.path.isdir(given) else given, "rb"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{given}: cannot read it ({exc.strerror or exc})") from None
 
 
 def _is_zip(path: str) -> bool:

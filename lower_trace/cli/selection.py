@@ -1,4 +1,4 @@
-"""What a command names on its command line: kernels, passes, RUN:KERNEL selectors; bad names are UsageErrors."""
+"""What a command names on its command line: kernels, passes, RUN:KERNEL selectors, a command after --; bad names are UsageErrors."""
 
 from __future__ import annotations
 
@@ -55,3 +55,8 @@ def selected(arg: str) -> tuple[Trace, list[KernelTrace]]:
         path, kernel = arg.rsplit(":", 1)
     trace = load_trace(path or default_trace_dir())
     return trace, kernels_of(trace, kernel or None)
+
+
+def after_dashes(command: list[str]) -> list[str]:
+    """The command given after -- (argparse's REMAINDER keeps the -- when an option came before it)."""
+    return command[1:] if command and command[0] == "--" else list(command)

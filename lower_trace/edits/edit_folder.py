@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 from lower_trace.edits.entries import IndexEntry
 from lower_trace.store.files import write_atomically
-from lower_trace.store.layout import EDITS
+from lower_trace.store.layout import EDITS, MANIFEST
 
 BASELINE = ".baseline"
 VARIANTS = ".variants"
@@ -213,3 +213,33 @@ def _read(path: str) -> str | None:
 def _write(path: str, text: str) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_atomically(path, text, errors="surrogateescape")
+
+
+def script_dirs(path: str) -> list[str]:
+    """Script folders holding working copies, from a run folder, a script folder, its edits/ folder
+    or a file in it, or the trace root (every script below it); OSError when path is no folder."""
+    folder = os.path.normpath(path)
+    if os.path.isfile(folder):  # a run's manifest, or a working copy
+        folder = os.path.dirname(folder) or "."
+    named = _script_named(folder)
+    if named is not None:
+        return named
+    children = sorted(entry.path for entry in os.scandir(folder) if entry.is_dir())
+    return [child for child in children if _has_edits(child)]
+
+
+def _script_named(folder: str) -> list[str] | None:
+    """[the script] when folder is a script folder, its edits/ folder or one of its runs ([] when that
+    script has no working copies yet); None when it is none of those (a trace root)."""
+    if _has_edits(folder):
+        return [folder]
+    if os.path.basename(folder) == EDITS and os.path.isdir(folder):
+        return [os.path.dirname(folder) or "."]
+    if os.path.isfile(os.path.join(folder, MANIFEST)):  # a run folder: its script's working copies
+        parent = os.path.normpath(os.path.join(folder, os.pardir))
+        return [parent] if _has_edits(parent) else []
+    return None
+
+
+def _has_edits(folder: str) -> bool:
+    return os.path.isdir(os.path.join(folder, EDITS))

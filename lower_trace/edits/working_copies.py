@@ -399,6 +399,10 @@ class EditStore:
         out = _tell_rows_apart(out, self._copies)
         return sorted(out, key=lambda row: (row.kernel, self._copies[row.file].order))
 
+    def holds(self, kernel: str) -> bool:
+        """Whether kernel (a kernel's name, or a working copy's file name with or without extension) names a working copy here."""
+        return any(_named(copy, kernel) for copy in self.entries())
+
     def reset(self, kernel: str) -> list[tuple[str, str]]:
         """Return a kernel's working copies to the generated source; edits are saved aside.
 
@@ -408,7 +412,7 @@ class EditStore:
         done = []
         with self.files.locked():
             for copy in self.entries():
-                if kernel not in (copy.kernel, copy.file, os.path.splitext(copy.file)[0]):
+                if not _named(copy, kernel):
                     continue
                 baseline = self.files.read_baseline(copy.file)
                 if baseline is None:
@@ -420,6 +424,11 @@ class EditStore:
                 self.files.write_copy(copy.file, baseline)
                 done.append((copy.path, backup))
         return done
+
+
+def _named(copy: WorkingCopy, kernel: str) -> bool:
+    """reset's and holds' name: the kernel's, or the copy's file name with or without extension."""
+    return kernel in (copy.kernel, copy.file, os.path.splitext(copy.file)[0])
 
 
 def _tell_rows_apart(rows: list[WorkingCopy], copies: dict[str, IndexEntry]) -> list[WorkingCopy]:

@@ -1,4 +1,5 @@
-"""A regress result on disk: the sides' traces loaded back, and what a comparison leaves in its
+"""A regress result on disk: the sides' traces loaded back, judged (judge: every kernel compared,
+--repeat's variation measured, the lines said of the run), and what a comparison leaves in its
 output folder -- regress.json, summary.html (the page to show) and a comparison page for each
 pair that is not identical. lower-trace regress and bisect --versions both write it.
 
@@ -9,6 +10,7 @@ what each of them tested, their heads."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
@@ -20,9 +22,11 @@ from lower_trace.regress.sides import SideError
 
 if TYPE_CHECKING:
     from lower_trace.analysis.regress import KernelVerdict
+    from lower_trace.analysis.variation import KnownVariation
     from lower_trace.model import Trace
 
 RESULT = "regress.json"
+REPEAT_NOTE = "the same side again (--repeat)"
 
 
 def is_regress_output(folder: str) -> bool:
@@ -56,6 +60,86 @@ def load_side(folder: str) -> list[Trace]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TraceDamaged)
         return [load_trace(run) for run in list_runs(folder)] if os.path.isdir(folder) else []
+
+
+@dataclasses.dataclass
+class Judged:
+    """One regress run's outcome: every kernel's verdict, the lines said of it (a line per side, then
+    the notes), regress.json's content, and what died (a side's process, a pytest-xdist worker)."""
+
+    verdicts: list[KernelVerdict]
+    lines: list[str]
+    found: dict[str, Any]
+    died: list[str]
+
+
+def judge(
+    folders: tuple[str, str], sides: list[dict[str, Any]], failed: Sequence[str], out: str,
+    ignore: Sequence[str] = (), known: Sequence[KnownVariation] = (), repeat: bool = False,
+) -> Judged:
+    """The two sides' folders loaded and every kernel compared (analysis/regress.py); with repeat,
+    what differs is run-to-run variation, written to out's variation.json. sides are as regress.json
+    stores them (each gets its summary line); failed, a line for each side whose corpus failed.
+    SideError when no kernel was traced on either side."""
+    from lower_trace.analysis.regress import regress, side_end
+
+    lines = [side_line(side) for side in sides]
+    base, head = _loaded(folders, failed)
+    ends = (side_end(sides[0].get("exit")), side_end(sides[1].get("exit")))
+    verdicts = regress(base, head, ignore=ignore, ends=ends, known=known)
+    if repeat:  # one side twice: whatever differs varies on its own
+        verdicts = _varied(verdicts, out, lines)
+    died = _died(sides, ends)
+    lines.extend(f"{what}: the side died, which fails the gate" for what in died)
+    for side, line in zip(sides, lines, strict=False):  # the summary page says of the sides what the terminal says
+        side["summary"] = line.split(": ", 1)[1]
+    found = result_of(verdicts, sides[0], sides[1], out, ignore)
+    found["notes"] = lines[len(sides) :]
+    return Judged(verdicts, lines, found, died)
+
+
+def _loaded(folders: tuple[str, str], failed: Sequence[str]) -> tuple[list[Trace], list[Trace]]:
+    """Both sides' traces; SideError when neither traced a kernel (with the first side that failed)."""
+    base, head = load_side(folders[0]), load_side(folders[1])
+    if not any(t.kernels for t in base) and not any(t.kernels for t in head):
+        why = f"; {failed[0]}" if failed else ""
+        raise SideError(f"no kernel was traced on either side ({folders[0]}, {folders[1]}); does the corpus compile any with TileLang?{why}")
+    return base, head
+
+
+def _varied(verdicts: list[KernelVerdict], out: str, lines: list[str]) -> list[KernelVerdict]:
+    """--repeat: every difference is run-to-run variation, measured and (with out) written to its
+    variation.json, said in a line added to lines."""
+    from lower_trace.analysis import variation
+    from lower_trace.analysis.regress import with_variation
+
+    known = variation.measured(verdicts)
+    verdicts = with_variation(verdicts, known)
+    if out:
+        variation.write(os.path.join(out, variation.FILE), known)
+        lines.append(f"variation: {len(known)} of {len(verdicts)} kernels differ between the two runs; give --variation {out} to a later regress")
+    return verdicts
+
+
+def _died(sides: list[dict[str, Any]], ends: tuple[str, str]) -> list[str]:
+    died = [f"{side['label']}'s process {end}" for side, end in zip(sides, ends, strict=True) if end]
+    # Under pytest-xdist a process that dies under a test is a worker: the side goes on, and says so.
+    died.extend(f"{side['label']}'s worker died under {test}" for side in sides for test in side.get("crashed", ()))
+    return died
+
+
+def side_line(side: dict[str, Any]) -> str:
+    """"base: PYTHON (TileLang 0.1.15), tl.x=true; exit 0, 4.7 s", or the folder of a stored side."""
+    from lower_trace.analysis.regress import side_end
+
+    if "python" not in side:
+        return f"{side['label']}: {side['folder']}"
+    configs = " ".join(f"{k}={json.dumps(v)}" for k, v in side["configs"].items())
+    forced = f", {configs}" if configs else ""
+    again = f", {REPEAT_NOTE}" if side.get("repeat") and side["label"] == "head" else ""
+    ended = side_end(side["exit"])
+    status = f"its process {ended}" if ended else f"exit {side['exit']}"
+    return f"{side['label']}: {side['python']} (TileLang {side['tilelang']}){forced}{again}; {status}, {side['seconds']:.1f} s"
 
 
 def result_of(verdicts: Sequence[KernelVerdict], base: dict[str, Any], head: dict[str, Any], out: str, ignore: Sequence[str] = ()) -> dict[str, Any]:

@@ -23,12 +23,16 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING
 
 from lower_trace.config import ENV_BISECT, ENV_DIR, ENV_MODE, ENV_REPLAY
 from lower_trace.model import BisectAnswer, BisectRun, KernelStatus, KernelTrace, PassRecord, PassStatus, Trace
 from lower_trace.store.layout import TraceNotFound
 from lower_trace.store.reader import load_trace
+
+if TYPE_CHECKING:
+    from lower_trace.analysis.compare import Comparison
 
 # Passes TileLang's pipelines cannot do without: learned (Bisector._learn) on TileLang 0.1.15's
 # C pipeline (a kernel compiled and run) and CUDA pipeline (a pipelined GEMM lowered), plus the
@@ -208,6 +212,45 @@ class Bisector:
         folder = folder or os.path.join(self.workdir, "again")
         settings = f"{ENV_MODE}=html {ENV_DIR}={shlex.quote(folder)} {ENV_BISECT}={shlex.quote(self.plan(limit, configs))}"
         return f"{settings} {shlex.join(self.command)}"
+
+
+def required_passes(known: bool, named: Sequence[str]) -> list[str]:
+    """The passes no run skips: the built-in list (unless known is False) and those named (--required, comma-separated)."""
+    required = list(KNOWN_REQUIRED) if known else []
+    return required + [name for item in named for name in item.split(",") if name]
+
+
+def again(bisector: Bisector, answer: BisectAnswer, workdir: str) -> tuple[str, str, str, str]:
+    """The commands that make a found answer's bad and good run again, the bad one keeping every
+    pass's input (for reduce), and that one's folder: each into a folder of its own in workdir."""
+    assert answer.good is not None and answer.bad is not None
+    inputs = os.path.join(workdir, "again-bad-inputs")
+    return (
+        bisector.reproduce(answer.bad.limit, folder=os.path.join(workdir, "again-bad")),
+        bisector.reproduce(answer.good.limit, folder=os.path.join(workdir, "again-good")),
+        f"{ENV_REPLAY}=1 {bisector.reproduce(answer.bad.limit, folder=inputs)}",
+        inputs,
+    )
+
+
+def parted(answer: BisectAnswer) -> Comparison | None:
+    """A found answer's good and bad run's kernel compared, as lower-trace diff does (None: the good run has no such kernel)."""
+    from lower_trace.analysis.compare import Side, compare
+
+    good, bad, kernel = answer.good, answer.bad, answer.kernel
+    if good is None or bad is None or kernel is None or good.trace is None or bad.trace is None:
+        return None
+    before = next((k for k in good.trace.kernels if k.kernel_id == kernel.kernel_id), None)
+    return None if before is None else compare(Side(before, good.trace.snapshot), Side(kernel, bad.trace.snapshot))
+
+
+def configs_to_try(wanted: str, known: Collection[str], switches: Callable[[], Sequence[str]]) -> tuple[list[str], list[str]]:
+    """--configs's keys (all: every on/off switch the installed TileLang has, asked only then), and
+    those named that it does not know (known empty: it cannot say, every name is tried)."""
+    if wanted == "all":
+        return [key for key in switches() if not known or key in known], []
+    keys = [key for key in wanted.split(",") if key]
+    return keys, [key for key in keys if known and key not in known]
 
 
 def _at_ordinal(trace: Trace | None, ordinal: int) -> tuple[PassRecord | None, KernelTrace | None]:
