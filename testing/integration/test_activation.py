@@ -220,7 +220,7 @@ def test_a_process_killed_mid_compile_leaves_a_trace_that_reports(run_python, tm
     assert second.name == "gemm" and second.status is KernelStatus.RUNNING
     # What reached the disk before the kill: the passes TVM ran, in order, from the first on, and
     # nothing of the pass it died in (it never returned). How many made it depends on what the
-    # worker thread had written when the kill came (docs/architecture.md, "buffered and flushed").
+    # worker thread had written when the kill came (docs/decisions.md, "buffered and flushed").
     names = [p.name for p in second.passes]
     assert 0 < len(names) < len(ran[2]) and same_passes(names, ran[2][: len(names)])
     report = subprocess.run([lower_trace_cli(), "report", str(root)], capture_output=True, text=True)

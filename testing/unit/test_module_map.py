@@ -1,10 +1,14 @@
-"""docs/architecture.md's module map names every module of the package, in its folder: a module
-added without a line there fails here (the map is how a newcomer finds a feature)."""
+"""docs/architecture.md is how a newcomer finds a feature: a one-screen overview whose command table
+names each front end's modules, then the module map, which names every module of the package in its
+folder (a module added without a line there fails here). The names it and docs/decisions.md cite, and
+the links into either, must exist."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 if not (ROOT / "lower_trace").is_dir():  # the tiers live one folder deeper
@@ -82,10 +86,11 @@ def _defines(path: str, name: str) -> bool:
     return bool(re.search(rf"^\s*(?:def|class|async def) {word}\b|^\s*{word}\s*[:=]|\bimport .*\b{word}\b|\"{word}\"", text, flags=re.M))
 
 
-def test_the_names_architecture_md_cites_exist():
-    """Every `module.name` / `Class.member` of ours that architecture.md cites names something
-    that exists (a renamed module or a moved function leaves a stale claim: this catches it)."""
-    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize("doc", ["architecture.md", "decisions.md"])
+def test_the_names_the_docs_cite_exist(doc: str):
+    """Every `module.name` / `Class.member` of ours that architecture.md or decisions.md cites names
+    something that exists (a renamed module or a moved function leaves a stale claim: this catches it)."""
+    text = (ROOT / "docs" / doc).read_text(encoding="utf-8")
     modules, classes = _our_names()
     stale = []
     for cited in sorted(set(re.findall(r"`([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\(\))?`", text))):
@@ -102,7 +107,104 @@ def test_the_names_architecture_md_cites_exist():
                 stale.append(cited)
         else:
             stale.append(cited)  # neither a module nor a class of ours, nor another project's name
-    assert not stale, f"docs/architecture.md cites names that do not exist (renamed or moved?): {', '.join(stale)}"
+    assert not stale, f"docs/{doc} cites names that do not exist (renamed or moved?): {', '.join(stale)}"
+
+
+_OVERVIEW_LINES = 60  # one screen
+
+
+def _overview() -> str:
+    """architecture.md up to its full module map: what a newcomer reads first."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert "\n## Where each feature lives\n" in text, "architecture.md has lost its module map's heading"
+    return text.split("\n## Where each feature lives\n", 1)[0]
+
+
+def test_the_overview_fits_one_screen():
+    lines = _overview().rstrip("\n").splitlines()
+    assert len(lines) > 20  # the overview itself, not a heading alone
+    assert len(lines) <= _OVERVIEW_LINES, (
+        f"architecture.md's overview (before '## Where each feature lives') is {len(lines)} lines; "
+        f"one screen is {_OVERVIEW_LINES}: move detail into the map, the layer rules or decisions.md"
+    )
+
+
+def _command_table() -> list[list[str]]:
+    """The overview's table "front end | front-end module | core modules", its rows as cells."""
+    rows = [line for line in _overview().splitlines() if line.startswith("|")]
+    assert rows and "front-end module" in rows[0], "architecture.md's overview has no command table"
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[2:]]
+
+
+def _paths_in(cell: str) -> list[str]:
+    """Module files (a/b.py) and folders (a/b/) a table cell names, relative to lower_trace/."""
+    return re.findall(r"(?<![\w./])((?:\w+/)*\w+\.py|(?:\w+/)+)(?![\w/])", cell.replace("`", ""))
+
+
+def test_the_command_table_names_modules_that_exist():
+    package = ROOT / "lower_trace"
+    rows = _command_table()
+    assert len(rows) > 10
+    missing = []
+    for front_end, modules, core in rows:
+        named = _paths_in(modules) + _paths_in(core)
+        assert _paths_in(modules), f"the command table's row {front_end!r} names no front-end module"
+        missing += [f"{front_end}: {path}" for path in named if not (package / path).exists()]
+    assert not missing, f"architecture.md's command table names modules that do not exist: {', '.join(missing)}"
+
+
+def test_the_command_table_has_every_command_and_its_module():
+    """Each subcommand of lower-trace (read off the cli modules that add a parser) is a row, naming
+    the module that adds it: a command's files are findable from its name."""
+    rows = _command_table()
+    commands = [
+        (command, f"cli/{path.name}")
+        for path in sorted((ROOT / "lower_trace" / "cli").glob("*.py"))
+        for command in re.findall(r"\.add_parser\(\s*\"([\w-]+)\"", path.read_text(encoding="utf-8"))
+    ]
+    assert len(commands) > 10  # the scan found the commands
+    lacking = [
+        f"{command} ({module})"
+        for command, module in commands
+        if not any(f"`{command}`" in front_end and module in _paths_in(modules) for front_end, modules, _ in rows)
+    ]
+    assert not lacking, f"architecture.md's command table lacks a row for: {', '.join(lacking)}"
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    text = heading.strip().lower().replace("`", "")
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    anchors = set()
+    in_code = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        elif not in_code and (heading := re.match(r"#{1,6} (.+)", line)):
+            slug = _slug(heading.group(1))
+            anchors.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+            seen[slug] = seen.get(slug, 0) + 1
+    return anchors
+
+
+def test_links_into_architecture_and_decisions_land_on_a_heading():
+    """A link to architecture.md#x or decisions.md#x (or #x inside either) names a heading that is
+    there: text moved between the two must take its links along."""
+    docs = ROOT / "docs"
+    targets = {name: _anchors(docs / name) for name in ("architecture.md", "decisions.md")}
+    assert "the-hot-path" in targets["decisions.md"] and "where-each-feature-lives" in targets["architecture.md"]
+    broken = []
+    for source in [*sorted(docs.glob("*.md")), ROOT / "README.md"]:
+        text = source.read_text(encoding="utf-8")
+        for target, anchor in re.findall(r"\]\((?:(?:docs/)?((?:architecture|decisions)\.md))?#([^)\s]+)\)", text):
+            name = target or (source.name if source.name in targets else "")
+            if name and anchor not in targets[name]:
+                broken.append(f"{source.name}: {name}#{anchor}")
+    assert not broken, f"links to headings that are not there: {', '.join(broken)}"
 
 
 def test_the_names_docstrings_cross_reference_exist():

@@ -3,7 +3,7 @@ Python's: the page's JS (run under node, testing/page_js.py) and lower_trace.ana
 same questions on the stored traces of testing/fixtures (every pass, every pair of kernels) and on
 texts hypothesis makes up, and must answer alike. The page computes these in the browser because
 Python could only hand them over as data too big for the file (every blame, every pair of kernels,
-every diff); docs/architecture.md, "The page's answers"."""
+every diff); docs/decisions.md, "The page's answers"."""
 
 import os
 from dataclasses import replace
