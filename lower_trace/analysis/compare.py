@@ -191,33 +191,67 @@ def renames_between(first: Side, second: Side) -> dict[str, str]:
     return kernel_renames(first.kernel.name, second.kernel.name, *vocabulary)
 
 
-def compare(first: Side, second: Side, ignore: Sequence[str] = (), up_to_renaming: bool = False) -> Comparison:
-    """Align the two kernels' passes and find their first divergence (see the module doc)."""
-    norm = Normaliser(renames_between(first, second), ignore, reorder=first.kernel.name != second.kernel.name)
-    renamed: dict[str, str] = {}
-    answers: dict[tuple[str, str], dict[str, str] | None] = {}  # a pass's output is the next one's input
+class _Texts:
+    """The two sides' snapshots as compared (normalised), and whether two of them are the same --
+    with up_to_renaming, up to a renaming, each renaming it needed kept (first come, first kept)."""
 
-    def text(side: int, digest: str) -> str:
-        reader = first.text_of if side == 0 else second.text_of
-        return norm(side, reader(digest)) if digest else ""
+    def __init__(self, first: Side, second: Side, norm: Normaliser, up_to_renaming: bool) -> None:
+        self.readers = (first.text_of, second.text_of)
+        self.norm = norm
+        self.up_to_renaming = up_to_renaming
+        self.renamed: dict[str, str] = {}
+        self.answers: dict[tuple[str, str], dict[str, str] | None] = {}  # a pass's output is the next one's input
 
-    def same(a: str, b: str) -> bool:
+    def text(self, side: int, digest: str) -> str:
+        return self.norm(side, self.readers[side](digest)) if digest else ""
+
+    def same(self, a: str, b: str) -> bool:
         if a == b:
             return True
-        if not up_to_renaming:
+        if not self.up_to_renaming:
             return False
-        if (a, b) not in answers:
-            answers[(a, b)] = correspondence(a, b)
-        found = answers[(a, b)]
+        if (a, b) not in self.answers:
+            self.answers[(a, b)] = correspondence(a, b)
+        found = self.answers[(a, b)]
         if found is None:
             return False
         for old, new in found.items():
-            renamed.setdefault(old, new)
+            self.renamed.setdefault(old, new)
         return True
 
+
+_OneSided = tuple[int, PassRecord | None, PassRecord | None]  # (row, a, b) of a pass only one side ran
+
+
+def compare(first: Side, second: Side, ignore: Sequence[str] = (), up_to_renaming: bool = False) -> Comparison:
+    """Align the two kernels' passes and find their first divergence (see the module doc)."""
+    norm = Normaliser(renames_between(first, second), ignore, reorder=first.kernel.name != second.kernel.name)
+    texts = _Texts(first, second, norm, up_to_renaming)
+    rows, divergence, last_one_sided = _aligned(first, second, texts)
+    if divergence is not None and divergence.kind == "behaves differently":
+        divergence = _innermost(rows, divergence.row)
+    same_source, shown = _final_sources(first, second, texts)
+    if divergence is None and not same_source and last_one_sided is not None:
+        divergence = Divergence("one-sided", *last_one_sided)
+    names_only = not up_to_renaming and _inputs_differ_in_names_only(rows, divergence, texts)
+    return Comparison(tuple(rows), divergence, same_source, texts.text, shown, tuple(sorted(texts.renamed.items())), names_only)
+
+
+def _final_sources(first: Side, second: Side, texts: _Texts) -> tuple[bool, tuple[str, str]]:
+    """Whether the generated sources are the same (every role's, in order); the first of each side."""
+    sources_a, sources_b = _sources(first, 0, texts.text), _sources(second, 1, texts.text)
+    same_source = len(sources_a) == len(sources_b) and all(
+        ra == rb and texts.same(sa, sb) for (ra, sa), (rb, sb) in zip(sources_a, sources_b, strict=False)
+    )
+    return same_source, (sources_a[0][1] if sources_a else "", sources_b[0][1] if sources_b else "")
+
+
+def _aligned(first: Side, second: Side, texts: _Texts) -> tuple[list[AlignedPass], Divergence | None, _OneSided | None]:
+    """The aligned passes, each with whether its input and output are the same on both sides; the
+    first divergence among them (outermost); the last one-sided pass that changed the IR."""
     rows: list[AlignedPass] = []
     divergence: Divergence | None = None
-    last_one_sided: tuple[int, PassRecord | None, PassRecord | None] | None = None
+    last_one_sided: _OneSided | None = None
     for a, b in align(first.kernel.passes, second.kernel.passes):
         if a is None or b is None:
             rows.append(AlignedPass(a, b))
@@ -225,33 +259,39 @@ def compare(first: Side, second: Side, ignore: Sequence[str] = (), up_to_renamin
             if record is not None and record.status is not PassStatus.UNCHANGED:
                 last_one_sided = (len(rows) - 1, a, b)
             continue
-        same_input = same(text(0, a.before), text(1, b.before))
-        same_output = same_input if (a.status, b.status) == (PassStatus.UNCHANGED,) * 2 else _same_output(a, b, text, same)
-        rows.append(AlignedPass(a, b, same_input, same_output))
-        if divergence is not None:
-            continue
-        if same_input and not same_output:
-            divergence = Divergence("behaves differently", len(rows) - 1, a, b)
-        elif not same_input:
-            if last_one_sided is not None:
-                divergence = Divergence("one-sided", *last_one_sided)
-            else:
-                divergence = Divergence("input", -1, None, None)
-    if divergence is not None and divergence.kind == "behaves differently":
-        divergence = _innermost(rows, divergence.row)
-    sources_a, sources_b = _sources(first, 0, text), _sources(second, 1, text)
-    same_source = len(sources_a) == len(sources_b) and all(
-        ra == rb and same(sa, sb) for (ra, sa), (rb, sb) in zip(sources_a, sources_b, strict=False)
-    )
-    if divergence is None and not same_source and last_one_sided is not None:
-        divergence = Divergence("one-sided", *last_one_sided)
-    shown = (sources_a[0][1] if sources_a else "", sources_b[0][1] if sources_b else "")
-    names_only = False
-    if divergence is not None and divergence.kind == "input" and not up_to_renaming:
-        start = next((row for row in rows if row.a is not None and row.b is not None), None)
-        if start is not None and start.a is not None and start.b is not None:
-            names_only = correspondence(text(0, start.a.before), text(1, start.b.before)) is not None
-    return Comparison(tuple(rows), divergence, same_source, text, shown, tuple(sorted(renamed.items())), names_only)
+        rows.append(_aligned_pair(a, b, texts))
+        if divergence is None:
+            divergence = _divergence_at(rows, last_one_sided)
+    return rows, divergence, last_one_sided
+
+
+def _aligned_pair(a: PassRecord, b: PassRecord, texts: _Texts) -> AlignedPass:
+    same_input = texts.same(texts.text(0, a.before), texts.text(1, b.before))
+    same_output = same_input if (a.status, b.status) == (PassStatus.UNCHANGED,) * 2 else _same_output(a, b, texts.text, texts.same)
+    return AlignedPass(a, b, same_input, same_output)
+
+
+def _divergence_at(rows: list[AlignedPass], last_one_sided: _OneSided | None) -> Divergence | None:
+    """The divergence the last row shows, if any: it behaves differently, or its input differs
+    (because of the last one-sided pass, else from the start)."""
+    row = rows[-1]
+    if row.same_input and not row.same_output:
+        return Divergence("behaves differently", len(rows) - 1, row.a, row.b)
+    if row.same_input:
+        return None
+    if last_one_sided is not None:
+        return Divergence("one-sided", *last_one_sided)
+    return Divergence("input", -1, None, None)
+
+
+def _inputs_differ_in_names_only(rows: list[AlignedPass], divergence: Divergence | None, texts: _Texts) -> bool:
+    """The kernels differ from the start, but only in names: --up-to-renaming is worth a try."""
+    if divergence is None or divergence.kind != "input":
+        return False
+    start = next((row for row in rows if row.a is not None and row.b is not None), None)
+    if start is None or start.a is None or start.b is None:
+        return False
+    return correspondence(texts.text(0, start.a.before), texts.text(1, start.b.before)) is not None
 
 
 def _innermost(rows: list[AlignedPass], at: int) -> Divergence:

@@ -151,35 +151,45 @@ class _Carry(Change):
         line before the pass, kept or not, that is the same up to renaming (statements.copy_key).
         When all such lines come from one place, the copy is from there, as certain as they are;
         from several places, the nearest is only a guess."""
+        index = self._copy_index()
+        if not index:
+            return
+        for (i0, j0, _, _), j in list(self.open_lines()):
+            key = copy_key(self.new[j])
+            olds = index.get(key) if key is not None else None
+            if olds and all(self._may_be(i, j) for i in olds):
+                self.origins[j] = self._copied_from(olds, j, i0 + (j - j0))
+
+    def _copy_index(self) -> dict[tuple[str, ...], list[int]]:
+        """The lines before the pass with an origin, by their copy key."""
         index: dict[tuple[str, ...], list[int]] = {}
         for i, line in enumerate(self.old):
             key = copy_key(line) if self.before[i] is not None else None
             if key is not None:
                 index.setdefault(key, []).append(i)
         if any(key[0] == "if" for key in index):
-            # A branch on the thread's index alone (warp specialisation's `if tx >= 128`) is the pass's
-            # own partition, no copy of a user's `if` on the same index.
-            threads = {match.group(1) or match.group(2) for line in self.old + self.new if (match := _LAUNCH.match(line))}
-            index = {key: olds for key, olds in index.items() if not (key[0] == "if" and set(key[1:]) <= threads)}
-        if not index:
-            return
-        for (i0, j0, _, _), j in list(self.open_lines()):
-            key = copy_key(self.new[j])
-            olds = index.get(key) if key is not None else None
-            if not olds or not all(self._may_be(i, j) for i in olds):
-                continue
-            originals = [origin for i in olds if (origin := self.before[i]) is not None]
-            places = {(o.file, o.line) for o in originals}
-            library = self.libraries.get(j)
-            if len(places) == 1:
-                first = originals[0]
-                how = COPY if all(o.certain for o in originals) else GUESS
-                self.origins[j] = Origin(first.file, first.line, how, library or first.library, first.columns)
-            else:
-                near = i0 + (j - j0)
-                nearest = self.before[min(olds, key=lambda i: abs(i - near))]
-                assert nearest is not None
-                self.origins[j] = Origin(nearest.file, nearest.line, GUESS, library or nearest.library, nearest.columns)
+            index = self._without_thread_partitions(index)
+        return index
+
+    def _without_thread_partitions(self, index: dict[tuple[str, ...], list[int]]) -> dict[tuple[str, ...], list[int]]:
+        """A branch on the thread's index alone (warp specialisation's `if tx >= 128`) is the pass's
+        own partition, no copy of a user's `if` on the same index."""
+        threads = {match.group(1) or match.group(2) for line in self.old + self.new if (match := _LAUNCH.match(line))}
+        return {key: olds for key, olds in index.items() if not (key[0] == "if" and set(key[1:]) <= threads)}
+
+    def _copied_from(self, olds: list[int], j: int, near: int) -> Origin:
+        """New line j copies the old lines olds: their place when they share one (a copy, or a guess
+        where any of them is), else the one nearest `near` (a guess)."""
+        originals = [origin for i in olds if (origin := self.before[i]) is not None]
+        places = {(o.file, o.line) for o in originals}
+        library = self.libraries.get(j)
+        if len(places) == 1:
+            first = originals[0]
+            how = COPY if all(o.certain for o in originals) else GUESS
+            return Origin(first.file, first.line, how, library or first.library, first.columns)
+        nearest = self.before[min(olds, key=lambda i: abs(i - near))]
+        assert nearest is not None
+        return Origin(nearest.file, nearest.line, GUESS, library or nearest.library, nearest.columns)
 
     @staticmethod
     def _key(line: str) -> object:

@@ -325,45 +325,69 @@ def _cause(name: str, per_side: list[list[_Found]], sides: tuple[_Side, _Side], 
     runs: list[tuple[PassRecord, ...]] = [(), ()]
     if name not in (CODEGEN, FRONTEND):
         runs = [tuple(p for p in side.kernel.passes if short_name(p.name) == name) for side in sides]
-    shown = name
+    upstream = _UpstreamCount()
+    for k in (0, 1):
+        upstream.count_side(k, per_side[k], sides, partner)
+    return PassCause(
+        _shown_name(name, runs),
+        tuple(line for line, _ in per_side[0]),
+        tuple(line for line, _ in per_side[1]),
+        runs[0],
+        runs[1],
+        upstream.input_differs(),
+        upstream.steps(),
+    )
+
+
+def _shown_name(name: str, runs: list[tuple[PassRecord, ...]]) -> str:
+    """The pass as head ran it, else as base did, else the short name."""
     for k in (1, 0):
         if runs[k]:
-            shown = runs[k][0].name
-            break
-    upstream: list[collections.Counter[str]] = [collections.Counter(), collections.Counter()]
-    spelled: dict[str, str] = {}  # short name -> the name as a side ran it
-    compared = differed = False
-    for k, side in enumerate(sides):
-        other = sides[1 - k]
+            return runs[k][0].name
+    return name
+
+
+class _UpstreamCount:
+    """One step back from a pass's differing lines: the lines of its input they were made from
+    that the other side's input to the pass lacks, counted per their writer and side."""
+
+    def __init__(self) -> None:
+        self.upstream: list[collections.Counter[str]] = [collections.Counter(), collections.Counter()]
+        self.spelled: dict[str, str] = {}  # short name -> the name as a side ran it
+        self.compared = self.differed = False
+
+    def count_side(self, k: int, found: list[_Found], sides: tuple[_Side, _Side], partner: dict[tuple[int, int], PassRecord]) -> None:
+        side, other = sides[k], sides[1 - k]
         looked: set[tuple[int, int]] = set()  # input lines already looked at: a hunk writes several lines
-        for _line, at in per_side[k]:
+        for _line, at in found:
             if at is None or at[0] < 0:
                 continue
             change = side.blame.changes[at[0]]
             counterpart = partner.get((k, change.by.seq)) if change.by is not None else None
             if counterpart is None or not counterpart.before:
                 continue
-            compared = True
-            theirs = other.contents(counterpart.before)
-            mine = side.compared_text(change.before)
-            owners = side.blame.written.get(change.before, [])
-            for i in side.blame.transformed(at):
-                if (at[0], i) in looked or i >= len(mine) or mine[i].strip() in theirs:
-                    continue
-                looked.add((at[0], i))
-                differed = True
-                by = side.blame.writer(owners[i]) if i < len(owners) else None
-                key = short_name(by.name) if by is not None else FRONTEND
-                spelled.setdefault(key, by.name if by is not None else FRONTEND)
-                upstream[k][key] += 1
-    names = sorted(set(upstream[0]) | set(upstream[1]), key=lambda n: (-(upstream[0][n] + upstream[1][n]), n))
-    steps = tuple(Upstream(spelled[n], upstream[0][n], upstream[1][n]) for n in names[:UPSTREAM_SHOWN])
-    return PassCause(
-        shown,
-        tuple(line for line, _ in per_side[0]),
-        tuple(line for line, _ in per_side[1]),
-        runs[0],
-        runs[1],
-        True if differed else False if compared else None,
-        steps,
-    )
+            self.compared = True
+            self._count_inputs(k, side, at, change, other.contents(counterpart.before), looked)
+
+    def _count_inputs(self, k: int, side: _Side, at: tuple[int, int], change: Change, theirs: set[str], looked: set[tuple[int, int]]) -> None:
+        """The input lines the change transformed into the line at `at` that the other side's input lacks."""
+        mine = side.compared_text(change.before)
+        owners = side.blame.written.get(change.before, [])
+        for i in side.blame.transformed(at):
+            if (at[0], i) in looked or i >= len(mine) or mine[i].strip() in theirs:
+                continue
+            looked.add((at[0], i))
+            self.differed = True
+            by = side.blame.writer(owners[i]) if i < len(owners) else None
+            key = short_name(by.name) if by is not None else FRONTEND
+            self.spelled.setdefault(key, by.name if by is not None else FRONTEND)
+            self.upstream[k][key] += 1
+
+    def input_differs(self) -> bool | None:
+        return True if self.differed else False if self.compared else None
+
+    def steps(self) -> tuple[Upstream, ...]:
+        """The writers, most lines first, the first UPSTREAM_SHOWN."""
+        upstream = self.upstream
+        names = sorted(set(upstream[0]) | set(upstream[1]), key=lambda n: (-(upstream[0][n] + upstream[1][n]), n))
+        return tuple(Upstream(self.spelled[n], upstream[0][n], upstream[1][n]) for n in names[:UPSTREAM_SHOWN])

@@ -39,45 +39,77 @@ def write_pairs(stream: TextIO, pairs: Sequence[tuple[KernelTrace, KernelTrace]]
 def render(stream: TextIO, result: Comparison, a: tuple[str, KernelTrace], b: tuple[str, KernelTrace], color: bool | None = None, context: int = 3) -> None:
     """First divergence first, then the passes only one side ran, then the final sources."""
     view = TerminalRenderer(stream, color=color, context=context)
-    c = view.c
     stream.write(_kernel("A", *a) + "\n" + _kernel("B", *b) + "\n")
     configs = config_text(a[1], b[1])
     if configs:
         stream.write(f"pass configs differ: {printable(configs)}\n")
+    if _wrote_sameness(stream, view, result):
+        return
+    _write_divergence(stream, view, result)
+    _write_one_sided(stream, result)
+    _write_sources(stream, view, result)
+    stream.flush()
+
+
+def _wrote_sameness(stream: TextIO, view: TerminalRenderer, result: Comparison) -> bool:
+    """Identical, or the same up to renaming: say so (True: nothing else to say)."""
     if result.identical:
-        stream.write(c("green", "identical: every aligned pass got and made the same IR, and the generated source is the same") + "\n")
-        return
+        stream.write(view.c("green", "identical: every aligned pass got and made the same IR, and the generated source is the same") + "\n")
+        return True
     if result.equivalent:
-        stream.write(c("green", "the same up to renaming: every aligned pass got and made the same IR, and the generated source is the same, "
-                                 "once B's names are written as A's: " + renaming_text(result.renamed)) + "\n")
-        return
+        stream.write(view.c("green", "the same up to renaming: every aligned pass got and made the same IR, and the generated source is the same, "
+                                      "once B's names are written as A's: " + renaming_text(result.renamed)) + "\n")
+        return True
+    return False
+
+
+def _write_divergence(stream: TextIO, view: TerminalRenderer, result: Comparison) -> None:
+    """Where the two compiles part, and the diff that shows it."""
     divergence = result.divergence
     if divergence is None:
         stream.write("every aligned pass got and made the same IR\n")
     elif divergence.kind == "input":
-        stream.write(c("bold", "first divergence: the kernels differ before the first pass (other kernels, or other variants)") + "\n")
-        if result.inputs_differ_in_names_only:
-            stream.write("  they differ only in the names of identifiers: --up-to-renaming compares them up to a consistent renaming\n")
-        first = next((row for row in result.rows if row.a is not None and row.b is not None), None)
-        if first is not None and first.a is not None and first.b is not None:
-            view.render_diff(result.text(0, first.a.before), result.text(1, first.b.before))
+        _write_input_divergence(stream, view, result)
     elif divergence.kind == "behaves differently" and divergence.a is not None and divergence.b is not None:
-        failed = [(label, p) for label, p in (("A", divergence.a), ("B", divergence.b)) if p.status is PassStatus.FAILED]
-        if failed:  # one side raised: say so, and what it raised, rather than diff IR against nothing
-            label, record = failed[0]
-            other = "B" if label == "A" else "A"
-            error = f" ({printable(record.error.type)}: {printable(headline(record.error.message))})" if record.error else ""
-            both = f"A {_pass(divergence.a)} / B {_pass(divergence.b)}"
-            stream.write(c("bold", f"first divergence: {both} got the same IR; it failed in {label}{error}, not in {other}") + "\n")
-        else:
-            stream.write(c("bold", f"first divergence: A {_pass(divergence.a)} / B {_pass(divergence.b)} got the same IR and made different IR") + "\n")
-            view.render_diff(result.text(0, divergence.a.after), result.text(1, divergence.b.after))
+        _write_behaves_differently(stream, view, result, divergence.a, divergence.b)
     else:
-        side, record = ("A", divergence.a) if divergence.a is not None else ("B", divergence.b)
-        stream.write(c("bold", f"first divergence: {_pass(record)} runs in {side} only and changes the IR") + "\n")
-        if record is not None:
-            reader = 0 if side == "A" else 1
-            view.render_diff(result.text(reader, record.before), result.text(reader, record.after))
+        _write_one_sided_divergence(stream, view, result, divergence.a, divergence.b)
+
+
+def _write_input_divergence(stream: TextIO, view: TerminalRenderer, result: Comparison) -> None:
+    stream.write(view.c("bold", "first divergence: the kernels differ before the first pass (other kernels, or other variants)") + "\n")
+    if result.inputs_differ_in_names_only:
+        stream.write("  they differ only in the names of identifiers: --up-to-renaming compares them up to a consistent renaming\n")
+    first = next((row for row in result.rows if row.a is not None and row.b is not None), None)
+    if first is not None and first.a is not None and first.b is not None:
+        view.render_diff(result.text(0, first.a.before), result.text(1, first.b.before))
+
+
+def _write_behaves_differently(stream: TextIO, view: TerminalRenderer, result: Comparison, a: PassRecord, b: PassRecord) -> None:
+    """The same input, another output: the diff of the outputs, or, where one side raised, what it raised
+    (rather than diff IR against nothing)."""
+    failed = [(label, p) for label, p in (("A", a), ("B", b)) if p.status is PassStatus.FAILED]
+    if failed:
+        label, record = failed[0]
+        other = "B" if label == "A" else "A"
+        error = f" ({printable(record.error.type)}: {printable(headline(record.error.message))})" if record.error else ""
+        both = f"A {_pass(a)} / B {_pass(b)}"
+        stream.write(view.c("bold", f"first divergence: {both} got the same IR; it failed in {label}{error}, not in {other}") + "\n")
+        return
+    stream.write(view.c("bold", f"first divergence: A {_pass(a)} / B {_pass(b)} got the same IR and made different IR") + "\n")
+    view.render_diff(result.text(0, a.after), result.text(1, b.after))
+
+
+def _write_one_sided_divergence(stream: TextIO, view: TerminalRenderer, result: Comparison, a: PassRecord | None, b: PassRecord | None) -> None:
+    side, record = ("A", a) if a is not None else ("B", b)
+    stream.write(view.c("bold", f"first divergence: {_pass(record)} runs in {side} only and changes the IR") + "\n")
+    if record is not None:
+        reader = 0 if side == "A" else 1
+        view.render_diff(result.text(reader, record.before), result.text(reader, record.after))
+
+
+def _write_one_sided(stream: TextIO, result: Comparison) -> None:
+    """The passes only one side ran, and the aligned passes that changed the IR on one side only."""
     for label, passes in (("A", result.only_a), ("B", result.only_b)):
         if passes:
             stream.write(f"only in {label} ({len(passes)}): " + ", ".join(_pass(p) for p in passes) + "\n")
@@ -86,12 +118,14 @@ def render(stream: TextIO, result: Comparison, a: tuple[str, KernelTrace], b: tu
         if rows:
             shown = ", ".join(_pass(row.a if side == 0 else row.b) for row in rows)
             stream.write(f"changed the IR in {label}, did nothing in {other} ({len(rows)}): {shown}\n")
+
+
+def _write_sources(stream: TextIO, view: TerminalRenderer, result: Comparison) -> None:
     if result.same_source:
         stream.write("generated source: the same\n")
-    else:
-        stream.write(c("bold", "generated source: differs (A -> B)") + "\n")
-        view.render_diff(*result.sources)
-    stream.flush()
+        return
+    stream.write(view.c("bold", "generated source: differs (A -> B)") + "\n")
+    view.render_diff(*result.sources)
 
 
 def renaming_text(renamed: tuple[tuple[str, str], ...], limit: int = 8) -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from lower_trace.analysis.regress import IDENTICAL, SEVERITY, KernelVerdict, corpus_slower, counts
+from lower_trace.analysis.compare import Comparison
+from lower_trace.analysis.regress import IDENTICAL, SEVERITY, Found, KernelVerdict, corpus_slower, counts
 from lower_trace.model import PassRecord
 from lower_trace.render.compare_view import renaming_text
 from lower_trace.render.regress_cause_view import cause_json, phrases
@@ -23,47 +24,79 @@ def evidence(verdict: KernelVerdict) -> list[str]:
     """The facts behind a verdict, each a short phrase, the most telling first."""
     out: list[str] = [verdict.stopped] if verdict.stopped else []
     out.extend(f"equated {group.describe()}: one object under two names" for group in verdict.equated)
-    if verdict.variation is not None:
-        known = verdict.variation
-        where = f", first parting at {known.first_pass}" if known.first_pass else ""
-        out.append(f"varies as measured by regress --repeat ({len(known.sources)} versions seen{where})")
-    for what, a, b in verdict.device:
-        unit = _UNITS.get(what, "")
-        out.append(f"{what.replace('_', ' ')} {a}{unit} → {b}{unit}")
+    out.extend(_variation(verdict))
+    out.extend(_device(verdict))
     base, head, result = verdict.base, verdict.head, verdict.comparison
     if base is None or head is None:
         found = base or head
         assert found is not None
         out.append(f"{found.kernel.kernel_id} in {found.trace.path}")
         return out
+    out.extend(_failures(base, head))
+    if result is not None and not result.equivalent:
+        out.extend(phrases(verdict.cause))  # the writers of the differing lines: the answer across releases
+        out.append(_first_difference(verdict, result))
+        out.extend(_changed_on_one_side(result))
+    elif result is not None and result.renamed:
+        out.append(f"renamed: {renaming_text(result.renamed, limit=3)}")
+    return out
+
+
+def _failures(base: Found, head: Found) -> list[str]:
+    """The side(s) whose compile failed, and what it raised."""
+    out = []
     for label, found in (("base", base), ("head", head)):
         error = found.kernel.error
         if error is not None:
             out.append(f"{label} fails: {error.type}: {printable(error.message.splitlines()[0] if error.message else '')}")
-    if result is not None and not result.equivalent:
-        out.extend(phrases(verdict.cause))  # the writers of the differing lines: the answer across releases
-        divergence = result.divergence
-        if divergence is None:
-            out.append("every pass alike; the generated sources differ")
-        elif divergence.kind == "behaves differently":
-            out.append(f"first differs at {_pass(divergence.b)} (same input, other output)")
-        elif divergence.kind == "one-sided":
-            side = "base" if divergence.a is not None else "head"
-            out.append(f"first differs at {_pass(divergence.a or divergence.b)} (runs on {side} only and changes the IR)")
-        elif verdict.first_effect is not None:
-            a, b = verdict.first_effect.base, verdict.first_effect.head
-            where = f"{b.seq} {b.name}" if a.seq == b.seq else f"{b.name} (base {a.seq}, head {b.seq})"
-            out.append(f"inputs differ; first pass that did otherwise: {where}")
-        else:
-            out.append("inputs differ; every aligned pass changed the IR alike")
-        for side, label in ((0, "base"), (1, "head")):
-            changed = [row.a if side == 0 else row.b for row in result.changed_on_one_side(side)]
-            if changed:
-                names = ", ".join(record.name for record in changed[:3] if record is not None)
-                more = f" (+{len(changed) - 3})" if len(changed) > 3 else ""
-                out.append(f"changes the IR on {label} only: {names}{more}")
-    elif result is not None and result.renamed:
-        out.append(f"renamed: {renaming_text(result.renamed, limit=3)}")
+    return out
+
+
+def _variation(verdict: KernelVerdict) -> list[str]:
+    """What regress --repeat measured of the kernel's run-to-run variation, if it did."""
+    known = verdict.variation
+    if known is None:
+        return []
+    where = f", first parting at {known.first_pass}" if known.first_pass else ""
+    return [f"varies as measured by regress --repeat ({len(known.sources)} versions seen{where})"]
+
+
+def _device(verdict: KernelVerdict) -> list[str]:
+    """Each device figure that changed: "registers 240 → 166"."""
+    out = []
+    for what, a, b in verdict.device:
+        unit = _UNITS.get(what, "")
+        out.append(f"{what.replace('_', ' ')} {a}{unit} → {b}{unit}")
+    return out
+
+
+def _first_difference(verdict: KernelVerdict, result: Comparison) -> str:
+    """Where the two compiles first part: the pass, or, when the inputs differ, the first pass that
+    did otherwise on the two sides."""
+    divergence = result.divergence
+    if divergence is None:
+        return "every pass alike; the generated sources differ"
+    if divergence.kind == "behaves differently":
+        return f"first differs at {_pass(divergence.b)} (same input, other output)"
+    if divergence.kind == "one-sided":
+        side = "base" if divergence.a is not None else "head"
+        return f"first differs at {_pass(divergence.a or divergence.b)} (runs on {side} only and changes the IR)"
+    if verdict.first_effect is not None:
+        a, b = verdict.first_effect.base, verdict.first_effect.head
+        where = f"{b.seq} {b.name}" if a.seq == b.seq else f"{b.name} (base {a.seq}, head {b.seq})"
+        return f"inputs differ; first pass that did otherwise: {where}"
+    return "inputs differ; every aligned pass changed the IR alike"
+
+
+def _changed_on_one_side(result: Comparison) -> list[str]:
+    """The aligned passes that changed the IR on one side only (the first three of each side)."""
+    out = []
+    for side, label in ((0, "base"), (1, "head")):
+        changed = [row.a if side == 0 else row.b for row in result.changed_on_one_side(side)]
+        if changed:
+            names = ", ".join(record.name for record in changed[:3] if record is not None)
+            more = f" (+{len(changed) - 3})" if len(changed) > 3 else ""
+            out.append(f"changes the IR on {label} only: {names}{more}")
     return out
 
 

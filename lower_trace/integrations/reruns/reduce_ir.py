@@ -156,43 +156,83 @@ def sites(mod: Any, kind: str) -> list[Site]:
     nodes = _nodes(mod)
     index = {node: i for i, node in enumerate(nodes)}  # statements hash and compare as objects
     out: list[Site] = []
-    if kind == "statement":
-        for node in nodes:
-            if isinstance(node, tir.SeqStmt):
-                out += [Site(kind, index[child], type(child).__name__) for child in node.seq if not _is_noop(child)]
-    elif kind == "loop":
-        out = [Site(kind, index[node], f"For {node.loop_var.name}") for node in nodes if isinstance(node, tir.For)]
-    elif kind == "buffer":
-        for node in nodes:
-            if _BLOCK is not None and isinstance(node, _BLOCK):
-                used = _buffers_named(node.body)
-                out += [Site(kind, index[node], f"buffer {b.name}") for b in node.alloc_buffers if b.data not in used]
-    elif kind == "value":
-        for node in nodes:
-            if isinstance(node, tir.BufferStore) and not isinstance(node.value, (tir.IntImm, tir.FloatImm)):
-                out.append(Site(kind, index[node], "value 0"))
-                if isinstance(node.value, _BINARY):
-                    out += [Site(kind, index[node], "value a"), Site(kind, index[node], "value b")]
-    elif kind == "annotation":
-        for node in nodes:
-            if isinstance(node, (tir.For, *((_BLOCK,) if _BLOCK is not None else ()))) and node.annotations:
-                out += [Site(kind, index[node], f"annotation {key}") for key in node.annotations]
-    elif kind == "attribute":  # an attribute statement replaced by its body (thread launches stay)
-        out = [Site(kind, index[node], f"attribute {node.attr_key}") for node in nodes if isinstance(node, tir.AttrStmt) and node.attr_key != "thread_extent"]
-    elif kind == "layout":  # one entry of a block's layout_map (TileLang infers what is not given)
-        for node in nodes:
-            if _BLOCK is not None and isinstance(node, _BLOCK) and "layout_map" in node.annotations:
-                out += [Site(kind, index[node], f"layout {_key_name(key)}") for key in node.annotations["layout_map"]]
-    elif kind == "branch":
-        for node in nodes:
-            if isinstance(node, tir.IfThenElse):
-                out += [Site(kind, index[node], "branch then"), Site(kind, index[node], "branch else")]
-    elif kind == "extent":
-        for node in (n for n in nodes if _halvable_loop(n)):  # to 1 at once, else halved (both chosen: to 1)
-            out += [Site(kind, index[node], f"extent 1 {node.loop_var.name}"), Site(kind, index[node], f"extent half {node.loop_var.name}")]
+    if kind in _STATEMENT_SITES:
+        out = [Site(kind, index[node], label) for node in nodes for label in _STATEMENT_SITES[kind](node)]
+    elif kind == "statement":
+        out = [Site(kind, index[child], type(child).__name__) for child in _sequenced(nodes)]
     elif kind in ("function", "parameter", "shape"):
         out = _function_sites(mod, kind, nodes, index)
     return sorted(set(out), key=lambda s: (s.number, s.label))
+
+
+def _sequenced(nodes: list[Any]) -> list[Any]:
+    """Every statement of a sequence that does something (a statement site: deleted)."""
+    return [child for node in nodes if isinstance(node, tir.SeqStmt) for child in node.seq if not _is_noop(child)]
+
+
+# Per kind of statement-level site, the sites' labels at one statement (none: no site there).
+
+
+def _loop_labels(node: Any) -> list[str]:
+    return [f"For {node.loop_var.name}"] if isinstance(node, tir.For) else []
+
+
+def _is_block(node: Any) -> bool:
+    return _BLOCK is not None and isinstance(node, _BLOCK)
+
+
+def _buffer_labels(node: Any) -> list[str]:
+    """A buffer a block allocates that nothing in it names any more."""
+    if not _is_block(node):
+        return []
+    used = _buffers_named(node.body)
+    return [f"buffer {b.name}" for b in node.alloc_buffers if b.data not in used]
+
+
+def _value_labels(node: Any) -> list[str]:
+    """A stored value that is no constant: made 0, or (a binary operation) one of its operands."""
+    if not isinstance(node, tir.BufferStore) or isinstance(node.value, (tir.IntImm, tir.FloatImm)):
+        return []
+    return ["value 0", "value a", "value b"] if isinstance(node.value, _BINARY) else ["value 0"]
+
+
+def _annotation_labels(node: Any) -> list[str]:
+    if (isinstance(node, tir.For) or _is_block(node)) and node.annotations:
+        return [f"annotation {key}" for key in node.annotations]
+    return []
+
+
+def _attribute_labels(node: Any) -> list[str]:
+    """An attribute statement replaced by its body (thread launches stay)."""
+    return [f"attribute {node.attr_key}"] if isinstance(node, tir.AttrStmt) and node.attr_key != "thread_extent" else []
+
+
+def _layout_labels(node: Any) -> list[str]:
+    """One entry of a block's layout_map (TileLang infers what is not given)."""
+    if _is_block(node) and "layout_map" in node.annotations:
+        return [f"layout {_key_name(key)}" for key in node.annotations["layout_map"]]
+    return []
+
+
+def _branch_labels(node: Any) -> list[str]:
+    return ["branch then", "branch else"] if isinstance(node, tir.IfThenElse) else []
+
+
+def _extent_labels(node: Any) -> list[str]:
+    """A loop's extent to 1 at once, else halved (both chosen: to 1)."""
+    return [f"extent 1 {node.loop_var.name}", f"extent half {node.loop_var.name}"] if _halvable_loop(node) else []
+
+
+_STATEMENT_SITES = {
+    "loop": _loop_labels,
+    "buffer": _buffer_labels,
+    "value": _value_labels,
+    "annotation": _annotation_labels,
+    "attribute": _attribute_labels,
+    "layout": _layout_labels,
+    "branch": _branch_labels,
+    "extent": _extent_labels,
+}
 
 
 def _key_name(key: Any) -> str:
