@@ -16,7 +16,6 @@ import time
 from typing import Any
 
 from lower_trace.capture import codegen_step, source_edits
-from lower_trace.capture.codegen_step import ActiveCodegen, current_codegen
 from lower_trace.capture.failures import error_info, interruption
 from lower_trace.capture.faults import Guard
 from lower_trace.capture.ir_adapter import Identity, IRAdapter, Module
@@ -29,8 +28,7 @@ from lower_trace.device_model import DeviceRecord
 from lower_trace.model import CodegenRecord, EditOutcome, ErrorInfo, KernelStatus, KernelTrace, PassStatus, source_key
 from lower_trace.store.layout import digest_of
 
-# ActiveCodegen and current_codegen live in codegen_step.py; the integrations import them from here.
-__all__ = ["ActiveCodegen", "CompileSession", "OpenPass", "current_codegen", "error_info"]
+__all__ = ["CompileSession", "OpenPass", "error_info"]
 
 
 class CompileSession:

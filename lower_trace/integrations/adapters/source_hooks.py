@@ -1,5 +1,5 @@
 """TileLang's source post-processing hooks with our edit step chained after them: the
-working copy's text (capture/session.py's ``edit_source``) is what the compiler is handed."""
+working copy's text (capture/source_edits.py's ``edit_source``, bound onto the session) is what the compiler is handed."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import tvm_ffi
 
-from lower_trace.capture.session import current_codegen
+from lower_trace.capture.codegen_step import current_codegen
 
 # TileLang's source post-processing hooks: (global function, language). They run on the
 # generated code before any compiler sees it, in every backend (0.1.9 and later).

@@ -22,7 +22,7 @@ from typing import Any
 from tilelang.contrib import nvcc as tl_nvcc
 
 from lower_trace.analysis.device.ptxas_report import parse_ptxas_report
-from lower_trace.capture.session import ActiveCodegen, current_codegen
+from lower_trace.capture.codegen_step import ActiveCodegen, current_codegen
 from lower_trace.capture.sink import GetRun
 from lower_trace.device_model import DeviceRecord
 from lower_trace.integrations.adapters.patching import Patches
