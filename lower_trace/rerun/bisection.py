@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from lower_trace.config import ENV_BISECT, ENV_DIR, ENV_MODE, ENV_REPLAY
 from lower_trace.model import BisectAnswer, BisectRun, KernelStatus, KernelTrace, PassRecord, PassStatus, Trace
+from lower_trace.rerun.check_runs import CheckRuns
 from lower_trace.store.layout import TraceNotFound
 from lower_trace.store.reader import load_trace
 
@@ -54,6 +55,7 @@ class Bisector:
         say: Callable[[str], None] = print, timeout: float | None = None, learn_limit: int = 12,
     ) -> None:
         self.command = list(command)
+        self.runs = CheckRuns(self.command)
         self.workdir = os.path.abspath(workdir)
         self.kernel = kernel
         self.required = list(dict.fromkeys(required))
@@ -80,15 +82,12 @@ class Bisector:
         os.makedirs(folder, exist_ok=True)
         started = time.monotonic()
         timed_out = False
-        with open(os.path.join(folder, "output.txt"), "wb") as out:
-            try:
-                env = self.env(limit, folder, configs)
-                done = subprocess.run(self.command, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=self.timeout)
-                code = done.returncode
-            except subprocess.TimeoutExpired:
-                code, timed_out = -1, True
-            except OSError as exc:  # the command itself cannot be started
-                raise CannotRun(f"cannot run {shlex.join(self.command)}: {exc.strerror or exc}") from None
+        try:
+            code = self.runs.run(self.env(limit, folder, configs), os.path.join(folder, "output.txt"), self.timeout)
+        except subprocess.TimeoutExpired:
+            code, timed_out = -1, True
+        except OSError as exc:  # the command itself cannot be started
+            raise CannotRun(f"cannot run {shlex.join(self.command)}: {exc.strerror or exc}") from None
         seconds = time.monotonic() - started
         try:
             trace: Trace | None = load_trace(folder)
@@ -117,7 +116,20 @@ class Bisector:
 
     # --- the search ------------------------------------------------------------------
 
+    def close(self, kill: bool = False) -> None:
+        """Ends the warm Python the runs fork from (a later run starts another)."""
+        self.runs.close(kill)
+
     def bisect(self) -> BisectAnswer:
+        try:
+            return self._bisect()
+        except BaseException:  # Ctrl-C: the run in progress ends too
+            self.close(kill=True)
+            raise
+        finally:
+            self.close()
+
+    def _bisect(self) -> BisectAnswer:
         full = self.run(None, "every pass")
         if full.verdict == "timeout":
             return BisectAnswer("timeout", bad=full, runs=len(self.steps), steps=self.steps)
@@ -202,8 +214,14 @@ class Bisector:
 
     def try_configs(self, keys: Sequence[str]) -> tuple[BisectRun, list[tuple[str, BisectRun]]]:
         """The check with every pass, then with each config switched on alone: which flip it."""
-        base = self.run(None, "as it is")
-        tried = [(key, self.run(None, f"{key}=True", {key: True})) for key in keys]
+        try:
+            base = self.run(None, "as it is")
+            tried = [(key, self.run(None, f"{key}=True", {key: True})) for key in keys]
+        except BaseException:  # Ctrl-C: the run in progress ends too
+            self.close(kill=True)
+            raise
+        finally:
+            self.close()
         return base, tried
 
     def reproduce(self, limit: int | None, configs: dict[str, object] | None = None, folder: str = "") -> str:

@@ -12,6 +12,7 @@ import queue
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from typing import IO, Any
 
 from lower_trace.integrations.reruns import fork_server
@@ -73,17 +74,23 @@ class WarmChildren:
             self._idle.put(server)
         self.closed = False
 
-    def run(self, script: str, cwd: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, script: str, cwd: str, timeout: float, args: Sequence[str] = (), env: dict[str, str] | None = None, output: str = "",
+    ) -> subprocess.CompletedProcess[str]:
+        """env: the child's environment (lower-trace's startup hook runs under it), else the
+        servers'; output: a file that gets stdout and stderr both (appended), else they are returned."""
         server = self._idle.get()
+        request: dict[str, Any] = {"script": script, "cwd": cwd, "timeout": timeout, "args": list(args)}
+        request.update({"env": env} if env is not None else {})
+        request.update({"output": output} if output else {})
         try:
-            answer = server.ask({"script": script, "cwd": cwd, "timeout": timeout})
+            answer = server.ask(request)
         finally:
             self._idle.put(server)
         if answer is None and self.closed:  # Ctrl-C ended the servers: no cold run instead
             return subprocess.CompletedProcess([script], -9, "", "")
         if answer is None:  # no warm Python: a cold one
-            command = [sys.executable, script]
-            return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd, stdin=subprocess.DEVNULL, env=self.env)
+            return _cold(script, cwd, timeout, args, env or self.env, output)
         if answer["timed_out"]:
             raise subprocess.TimeoutExpired([script], timeout)
         return subprocess.CompletedProcess([script], answer["returncode"], answer["stdout"], answer["stderr"])
@@ -99,6 +106,15 @@ class WarmChildren:
         self.closed = True
         for server in self._servers:
             server.close(kill)
+
+
+def _cold(script: str, cwd: str, timeout: float, args: Sequence[str], env: dict[str, str], output: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, script, *args]
+    if not output:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd, stdin=subprocess.DEVNULL, env=env)
+    with open(output, "ab") as out:
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, cwd=cwd, stdin=subprocess.DEVNULL, env=env)
+    return subprocess.CompletedProcess(command, done.returncode, "", "")
 
 
 def quiet_environment() -> dict[str, str]:

@@ -1,6 +1,7 @@
 """config.py is the one place lower-trace reads an environment variable (docs/architecture.md):
 any other module's os.environ.get / os.getenv / os.environ[NAME] read fails here. Handing the
-environment on to a child (os.environ.items()) and setting a variable for one are not reads."""
+environment on to a child (os.environ.items()), setting a variable for one and replacing the
+whole environment (a forked child's: clear, update) are not reads."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ def env_reads(source: str) -> list[int]:
             parent = parents.get(node)
             handed_on = isinstance(parent, ast.Attribute) and parent.attr == "items"
             written = isinstance(parent, ast.Subscript) and isinstance(parent.ctx, (ast.Store, ast.Del))
+            written = written or (isinstance(parent, ast.Attribute) and parent.attr in ("clear", "update"))  # replaced whole
             if not (handed_on or written):
                 lines.append(getattr(node, "lineno", 0))
     return lines
@@ -46,6 +48,8 @@ def test_the_finder_sees_reads_and_passes_hand_ons():
     assert env_reads("import os\nx = 'A' in os.environ\n") == [2]
     assert env_reads("from os import environ\n") == [1]
     assert env_reads("import os\nenv = {k: v for k, v in os.environ.items() if k != 'A'}\nos.environ['B'] = '1'\n") == []
+    assert env_reads("import os\nos.environ.clear()\nos.environ.update(env)\n") == []
+    assert env_reads("import os\nx = os.environ.copy()\n") == [2]
 
 
 def test_only_config_reads_the_environment():

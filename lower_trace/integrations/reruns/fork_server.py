@@ -1,16 +1,21 @@
 """A Python that imports the compiler once, then runs each script it is sent in a child forked
 from itself: a fresh process per run, as `python script.py` would be, without paying the
 compiler's import (about 3 s for TileLang) every time. `lower-trace reduce` runs its candidates
-so (rerun/warm_children.py); it is run as a script, not imported:
+so, and `lower-trace bisect` a check that is a Python script (rerun/warm_children.py); it is run
+as a script, not imported:
 
     python fork_server.py MODULE...      # the modules to import first (tilelang, or tvm)
 
 Requests on stdin, answers on stdout, one JSON object a line each:
     {"script": PATH, "cwd": FOLDER, "timeout": SECONDS}
+    optional: "args": [...] (sys.argv[1:]), "env": {...} (the child's whole environment, set
+    before anything of the script runs, lower-trace's startup hook run again under it), "output":
+    PATH (stdout and stderr both appended there, as `> PATH 2>&1` would)
  -> {"returncode": N, "stdout": TEXT, "stderr": TEXT, "timed_out": BOOL}
 The child's output goes to files in its folder (no pipe can fill up), read back and removed.
-Only the server's main thread runs when it forks, so nothing is held by a thread that would
-not exist in the child.
+The child ends as an interpreter does: non-daemon threads joined, atexit functions run (a traced
+run writes its trace then). Only the server's main thread runs when it forks, so nothing is held
+by a thread that would not exist in the child.
 """
 
 import sys
@@ -37,7 +42,7 @@ def main() -> None:
     for line in sys.stdin:
         if line.strip():
             request = json.loads(line)
-            answer = run(request["script"], request["cwd"], float(request["timeout"]))
+            answer = run(request["script"], request["cwd"], float(request["timeout"]), request)
             sys.stdout.write(json.dumps(answer) + "\n")
             sys.stdout.flush()
 
@@ -56,11 +61,14 @@ def _warm_up() -> None:
         pass
 
 
-def run(script: str, cwd: str, timeout: float) -> dict:
-    out_path, err_path = os.path.join(cwd, ".fork-stdout"), os.path.join(cwd, ".fork-stderr")
+def run(script: str, cwd: str, timeout: float, request: dict | None = None) -> dict:
+    request = request or {}
+    out_path = err_path = request.get("output") or ""
+    if not out_path:
+        out_path, err_path = os.path.join(cwd, ".fork-stdout"), os.path.join(cwd, ".fork-stderr")
     pid = os.fork()
     if pid == 0:  # the child: never returns
-        _child(script, cwd, out_path, err_path)
+        _child(script, cwd, out_path, err_path, request)
     deadline = time.monotonic() + timeout
     timed_out, status = False, 0
     while True:
@@ -74,25 +82,31 @@ def run(script: str, cwd: str, timeout: float) -> dict:
             break
         time.sleep(0.005)
     texts = []
-    for path in (out_path, err_path):
+    for path in () if request.get("output") else (out_path, err_path):
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
                 texts.append(handle.read())
             os.remove(path)
         except OSError:
             texts.append("")
+    texts += ["", ""]
     return {"returncode": os.waitstatus_to_exitcode(status), "stdout": texts[0], "stderr": texts[1], "timed_out": timed_out}
 
 
-def _child(script: str, cwd: str, out_path: str, err_path: str) -> None:
+def _child(script: str, cwd: str, out_path: str, err_path: str, request: dict) -> None:
     code = 1
     try:
         os.chdir(cwd)
-        write = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        for fd, path, mode in ((0, os.devnull, os.O_RDONLY), (1, out_path, write), (2, err_path, write)):
-            os.dup2(os.open(path, mode, 0o600), fd)
-        sys.argv = [script]
-        sys.path[0] = os.path.dirname(os.path.abspath(script))
+        write = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if out_path == err_path else os.O_TRUNC)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(os.open(out_path, write, 0o600), 1)
+        os.dup2(os.open(err_path, write, 0o600) if err_path != out_path else 1, 2)
+        sys.argv = [script, *request.get("args", ())]
+        if request.get("env") is not None:
+            os.environ.clear()
+            os.environ.update(request["env"])
+            _startup_hook()
+        sys.path.insert(0, os.path.dirname(os.path.abspath(script)))  # as `python script.py` puts it first
         try:
             runpy.run_path(script, run_name="__main__")
             code = 0
@@ -103,12 +117,41 @@ def _child(script: str, cwd: str, out_path: str, err_path: str) -> None:
                 print(exc.code, file=sys.stderr)
         except BaseException:
             traceback.print_exc()
+        _exit_as_python()
     finally:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _startup_hook() -> None:
+    """What lower-trace's startup hook (lower_trace_startup.pth) does at a fresh interpreter's start,
+    done again under the child's environment: the server started untraced."""
+    import site
+
+    for folder in [*site.getsitepackages(), site.getusersitepackages()]:
+        path = os.path.join(folder, "lower_trace_startup.pth")
+        if os.path.exists(path):
+            sys.modules.pop("lower_trace.startup.hook", None)  # its "done already" flag starts anew
+            with open(path, encoding="utf-8") as handle:
+                for line in handle:
+                    if line.startswith("import"):
+                        exec(line, {"__name__": "lower_trace_startup"})  # as site.py runs a .pth's import lines
+            return
+
+
+def _exit_as_python() -> None:
+    """What the interpreter does before it exits: join non-daemon threads, run atexit functions."""
+    import atexit
+    import threading
+
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]
+    except Exception:
+        traceback.print_exc()
+    atexit._run_exitfuncs()
 
 
 if __name__ == "__main__":

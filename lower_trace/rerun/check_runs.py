@@ -1,0 +1,69 @@
+"""How bisect runs the user's check, again and again: a Python script run by this interpreter
+(`lower-trace bisect -- python check.py`) forks from a Python that imported the compiler once
+(rerun/warm_children.py), which saves the compiler's import on every run (about 3 s for
+TileLang); any other command (pytest, a shell script, another interpreter) runs as given. The
+child sees the run's environment from its start (lower-trace's startup hook runs under it) and
+exits as an interpreter does, so the trace is written as a fresh process writes it; what differs
+is only what importing the compiler did before the script ran (sys.path holds tilelang/lib
+already). testing/integration/test_check_runs.py holds each warm run to a cold one. A warm Python
+that cannot start or dies gives way to cold runs: the answer is the same, only slower."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+
+from lower_trace.config import ENV_BISECT, ENV_DIR, ENV_MODE
+from lower_trace.rerun.warm_children import WarmChildren
+
+_PER_RUN = (ENV_MODE, ENV_DIR, ENV_BISECT)  # what differs between runs: set in each child, not in the server
+_NO_LIMIT = 10.0**9  # seconds: the fork server always takes a timeout
+
+
+class CheckRuns:
+    def __init__(self, command: Sequence[str]) -> None:
+        self.command = list(command)
+        self.script = python_script(self.command)
+        self._warm: WarmChildren | None = None
+
+    def run(self, env: dict[str, str], output: str, timeout: float | None) -> int:
+        """The check's exit code; its stdout and stderr in the file output. Raises
+        subprocess.TimeoutExpired past the timeout, OSError when the command cannot start."""
+        with open(output, "wb") as out:
+            if self.script is None:
+                return subprocess.run(self.command, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        if self._warm is None:
+            server_env = {name: value for name, value in env.items() if name not in _PER_RUN}
+            self._warm = WarmChildren([_compiler()], 1, server_env)
+        done = self._warm.run(self.script, os.getcwd(), timeout or _NO_LIMIT, self.command[2:], env, output)
+        return done.returncode
+
+    def close(self, kill: bool = False) -> None:
+        if self._warm is not None:
+            self._warm.close(kill)
+            self._warm = None
+
+
+def python_script(command: Sequence[str]) -> str | None:
+    """The script, when the command is this interpreter running a Python file (with arguments or
+    not): what a warm Python can run."""
+    if len(command) < 2 or not command[1].endswith(".py") or not os.path.isfile(command[1]):
+        return None
+    program = shutil.which(command[0])  # `python` as the shell finds it on PATH
+    if program is None:
+        return None
+    # The same file in the same folder: python3 beside python in one venv is this Python; the
+    # interpreter a venv links to is not (another environment).
+    program, ours = os.path.abspath(program), os.path.abspath(sys.executable)
+    if os.path.dirname(program) != os.path.dirname(ours) or not os.path.samefile(program, ours):
+        return None
+    return os.path.abspath(command[1])
+
+
+def _compiler() -> str:
+    """What the warm Python imports: TileLang where it is installed (it brings its own TVM), else TVM."""
+    return "tilelang" if importlib.util.find_spec("tilelang") is not None else "tvm"
