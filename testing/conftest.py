@@ -136,26 +136,48 @@ def tracing_off_after():
     lower_trace.disable()
 
 
+def _script_environment():
+    """The environment a test's script runs in, before the test's own variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TL_LOWER_TRACE", "PYTEST_"))}
+    # A PYTHONPATH the tests run under (a checkout named on it) reaches the script too: it
+    # imports the lower_trace this process tests, not whichever the venv has installed.
+    env["PYTHONPATH"] = pythonpath()
+    return env
+
+
+@pytest.fixture(scope="session")
+def warm_python():
+    """Where run_python's scripts fork from: a Python of this venv that imported torch once (about
+    1.7 s a script saved), through lower-trace's own fork server (rerun/warm_children.py, held to
+    cold runs by test_check_runs.py). Not TileLang: each script imports it itself, so tracing
+    attaches as it does in a fresh `python my_kernel.py`. Without torch, or if the server dies,
+    the scripts run cold."""
+    from lower_trace.rerun.warm_children import WarmChildren
+
+    env = _script_environment()
+    warm = WarmChildren(["torch"], 1, env)
+    yield warm, env
+    warm.close(kill=True)
+
+
 @pytest.fixture
-def run_python(tmp_path):
-    """Run a Python snippet in a fresh interpreter of this venv (startup hook included)."""
+def run_python(tmp_path, request, warm_python):
+    """Run a Python snippet in a fresh interpreter of this venv (startup hook included): forked
+    from warm_python unless the test is marked cold_python (what happens at an interpreter's start
+    is what it tests) or sets a PYTHON* variable of its own (sys.path is made at the start)."""
+    warm, warm_env = warm_python
+    cold = request.node.get_closest_marker("cold_python") is not None
 
     def run(code, env=None, cwd=None, args=(), timeout=300, check=True):
         script = tmp_path / "user_kernel.py"
         script.write_text(textwrap.dedent(code))
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("TL_LOWER_TRACE", "PYTEST_"))}
-        # A PYTHONPATH the tests run under (a checkout named on it) reaches the script too: it
-        # imports the lower_trace this process tests, not whichever the venv has installed.
-        full_env["PYTHONPATH"] = pythonpath()
-        full_env.update(env or {})
-        proc = subprocess.run(
-            [sys.executable, str(script), *args],
-            cwd=str(cwd or tmp_path),
-            env=full_env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        full_env = {**_script_environment(), **(env or {})}
+        python_vars = {k for k in (*full_env, *warm_env) if k.startswith("PYTHON")}
+        if cold or any(full_env.get(k) != warm_env.get(k) for k in python_vars):
+            command = [sys.executable, str(script), *args]
+            proc = subprocess.run(command, cwd=str(cwd or tmp_path), env=full_env, capture_output=True, text=True, timeout=timeout)
+        else:
+            proc = warm.run(str(script), str(cwd or tmp_path), timeout, args, full_env)
         if check and proc.returncode != 0:
             raise AssertionError(f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
         return proc

@@ -8,7 +8,11 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from support import lower_trace_cli, pythonpath
+
+pytestmark = pytest.mark.cold_python  # how an interpreter's start switches tracing on is the subject
 
 LOWER_GEMM = """
 import sys

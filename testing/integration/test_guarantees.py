@@ -96,6 +96,7 @@ def test_a_full_disk(run_python, tmp_path, untraced_source):
     assert not glob.glob(str(tmp_path / "tmp" / "**" / "*.tmp"), recursive=True)
 
 
+@pytest.mark.cold_python  # a warm child's stdout and stderr are files, which the size limit stops too
 def test_a_disk_full_from_the_start_hides_no_earlier_run(run_python, tmp_path):
     """A run that could not write a byte is no run: list/show/report still find the earlier one."""
     run_python(SOURCE_OF, env={"TL_LOWER_TRACE": "html"})
