@@ -6,7 +6,7 @@ import os
 # The modules whose tests take longest (each a bisection or a reproducer: a dozen fresh
 # interpreters that import TileLang): run first, so that on two cores (pytest-xdist) the end of
 # the run is short tests that even out, not one long test while the other core idles.
-LONGEST_FIRST = ("test_bisect.py", "test_edits.py", "test_repro.py")
+LONGEST_FIRST = ("test_gpu_check.py", "test_bisect.py", "test_edits.py", "test_repro.py")
 
 
 def pytest_collection_modifyitems(config, items):
