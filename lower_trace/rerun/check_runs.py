@@ -49,8 +49,8 @@ class CheckRuns:
 
 
 def python_script(command: Sequence[str]) -> str | None:
-    """The script, when the command is this interpreter running a Python file (with arguments or
-    not): what a warm Python can run."""
+    """The script (as given), when the command is this interpreter running a Python file (with
+    arguments or not): what a warm Python can run."""
     if len(command) < 2 or not command[1].endswith(".py") or not os.path.isfile(command[1]):
         return None
     program = shutil.which(command[0])  # `python` as the shell finds it on PATH
@@ -61,7 +61,7 @@ def python_script(command: Sequence[str]) -> str | None:
     program, ours = os.path.abspath(program), os.path.abspath(sys.executable)
     if os.path.dirname(program) != os.path.dirname(ours) or not os.path.samefile(program, ours):
         return None
-    return os.path.abspath(command[1])
+    return command[1]  # as given: the child runs in this folder, and sys.argv[0] is what was typed
 
 
 def _compiler() -> str:

@@ -28,7 +28,7 @@ sys.path.insert(0, {testing!r})
 import tilelang, kernels
 
 tilelang.compile(kernels.scale_c(factor=3.0), target="c", execution_backend="cython")
-seen = {{"warm": warm, "env": dict(os.environ), "argv": sys.argv, "path": path, "path_after": sys.path, "cwd": os.getcwd(),
+seen = {{"warm": warm, "env": dict(os.environ), "argv": sys.argv, "file": __file__, "path": path, "path_after": sys.path, "cwd": os.getcwd(),
         "traced": "lower_trace.capture.run" in sys.modules}}
 print("to stdout"); print("to stderr", file=sys.stderr)
 
@@ -47,7 +47,8 @@ sys.exit(7)
 """
 
 
-def test_a_warm_run_is_a_cold_run(tmp_path):
+def test_a_warm_run_is_a_cold_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # `python check.py`, as typed in the check's folder
     script = tmp_path / "check.py"
     script.write_text(textwrap.dedent(CHECK.format(testing=TESTING)))
     base = {k: v for k, v in os.environ.items() if not k.startswith(("TL_LOWER_TRACE", "PYTEST_"))}
@@ -57,14 +58,14 @@ def test_a_warm_run_is_a_cold_run(tmp_path):
         folder.mkdir()
         plan = json.dumps({"limit": 20, "required": list(KNOWN_REQUIRED)})
         env = {**base, ENV_MODE: "html", ENV_DIR: str(folder / "trace"), ENV_BISECT: plan, "TILELANG_DISABLE_CACHE": "1"}
-        command = [sys.executable, str(script), str(folder / "seen.json")]
+        command = [sys.executable, "check.py", str(folder / "seen.json")]
         output = folder / "output.txt"
         if how == "cold":
             with open(output, "wb") as out:
                 code = subprocess.run(command, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=300).returncode
         else:
             check = CheckRuns(command)
-            assert check.script == str(script)
+            assert check.script == "check.py"
             try:
                 code = check.run(env, str(output), 300)
             finally:
@@ -78,7 +79,7 @@ def test_a_warm_run_is_a_cold_run(tmp_path):
     assert warm["env"].pop(ENV_DIR).endswith("warm/trace") and cold["env"].pop(ENV_DIR).endswith("cold/trace")
     assert warm["env"] == cold["env"]
     assert warm["argv"][1].endswith("warm/seen.json") and cold["argv"][1].endswith("cold/seen.json")
-    assert (warm["argv"][0], warm["cwd"]) == (cold["argv"][0], cold["cwd"]) == (str(script), os.getcwd())
+    assert (warm["argv"][0], warm["file"], warm["cwd"]) == (cold["argv"][0], cold["file"], cold["cwd"]) == ("check.py", str(script), str(tmp_path))
     # sys.path: the cold run's, in its order, plus what importing TileLang adds (tilelang/lib), as
     # it adds it in the cold run too, only earlier: the warm Python imported it before the script ran.
     assert [entry for entry in warm["path"] if entry in cold["path"]] == cold["path"]

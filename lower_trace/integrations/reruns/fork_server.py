@@ -108,7 +108,7 @@ def _child(script: str, cwd: str, out_path: str, err_path: str, request: dict) -
             _startup_hook()
         sys.path.insert(0, os.path.dirname(os.path.abspath(script)))  # as `python script.py` puts it first
         try:
-            runpy.run_path(script, run_name="__main__")
+            runpy.run_path(os.path.abspath(script), run_name="__main__")  # __file__ absolute, argv[0] as given: as python does
             code = 0
         except SystemExit as exc:  # as the interpreter treats it: None 0, an int itself, else printed and 1
             if exc.code is None or isinstance(exc.code, int):
