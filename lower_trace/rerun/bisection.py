@@ -116,18 +116,9 @@ class Bisector:
 
     # --- the search ------------------------------------------------------------------
 
-    def close(self, kill: bool = False) -> None:
-        """Ends the warm Python the runs fork from (a later run starts another)."""
-        self.runs.close(kill)
-
     def bisect(self) -> BisectAnswer:
-        try:
+        with self.runs.kept_warm():
             return self._bisect()
-        except BaseException:  # Ctrl-C: the run in progress ends too
-            self.close(kill=True)
-            raise
-        finally:
-            self.close()
 
     def _bisect(self) -> BisectAnswer:
         full = self.run(None, "every pass")
@@ -214,14 +205,9 @@ class Bisector:
 
     def try_configs(self, keys: Sequence[str]) -> tuple[BisectRun, list[tuple[str, BisectRun]]]:
         """The check with every pass, then with each config switched on alone: which flip it."""
-        try:
+        with self.runs.kept_warm():
             base = self.run(None, "as it is")
             tried = [(key, self.run(None, f"{key}=True", {key: True})) for key in keys]
-        except BaseException:  # Ctrl-C: the run in progress ends too
-            self.close(kill=True)
-            raise
-        finally:
-            self.close()
         return base, tried
 
     def reproduce(self, limit: int | None, configs: dict[str, object] | None = None, folder: str = "") -> str:

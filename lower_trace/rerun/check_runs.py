@@ -10,12 +10,13 @@ that cannot start or dies gives way to cold runs: the answer is the same, only s
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from lower_trace.config import ENV_BISECT, ENV_DIR, ENV_MODE
 from lower_trace.rerun.warm_children import WarmChildren
@@ -41,6 +42,18 @@ class CheckRuns:
             self._warm = WarmChildren([_compiler()], 1, server_env)
         done = self._warm.run(self.script, os.getcwd(), timeout or _NO_LIMIT, self.command[2:], env, output)
         return done.returncode
+
+    @contextlib.contextmanager
+    def kept_warm(self) -> Iterator[None]:
+        """The warm Python lives for the block (a search's runs): ended after it, killed with the
+        run in progress when the block is left by an exception (Ctrl-C)."""
+        try:
+            yield
+        except BaseException:
+            self.close(kill=True)
+            raise
+        finally:
+            self.close()
 
     def close(self, kill: bool = False) -> None:
         if self._warm is not None:

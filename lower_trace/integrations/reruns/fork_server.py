@@ -81,15 +81,14 @@ def run(script: str, cwd: str, timeout: float, request: dict | None = None) -> d
             timed_out = True
             break
         time.sleep(0.005)
-    texts = []
-    for path in () if request.get("output") else (out_path, err_path):
+    texts = ["", ""]  # with "output", the caller reads the file itself
+    for index, path in enumerate(() if request.get("output") else (out_path, err_path)):
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
-                texts.append(handle.read())
+                texts[index] = handle.read()
             os.remove(path)
         except OSError:
-            texts.append("")
-    texts += ["", ""]
+            pass
     return {"returncode": os.waitstatus_to_exitcode(status), "stdout": texts[0], "stderr": texts[1], "timed_out": timed_out}
 
 
