@@ -147,15 +147,24 @@ def _script_environment():
 
 @pytest.fixture(scope="session")
 def warm_python():
-    """Where run_python's scripts fork from: a Python of this venv that imported torch once (about
-    1.7 s a script saved), through lower-trace's own fork server (rerun/warm_children.py, held to
-    cold runs by test_check_runs.py). Not TileLang: each script imports it itself, so tracing
-    attaches as it does in a fresh `python my_kernel.py`. Without torch, or if the server dies,
-    the scripts run cold."""
+    """Where run_python's scripts fork from: a Python of this venv that imported torch and TileLang
+    once (about 3.3 s a script saved), through lower-trace's own fork server (rerun/warm_children.py;
+    each child runs lower-trace's startup hook under its own environment, as `lower-trace bisect`'s
+    warm checks do, held to cold runs by test_check_runs.py). Older TileLang (hooks patched in at
+    import, not held to cold runs) gets torch only; without torch, or if the server dies, the
+    scripts run cold."""
+    from importlib.util import find_spec
+
     from lower_trace.rerun.warm_children import WarmChildren
 
     env = _script_environment()
-    warm = WarmChildren(["torch"], 1, env)
+    modules = ["torch"]
+    try:
+        if find_spec("tilelang.instrumentation") is not None:
+            modules.append("tilelang")
+    except ImportError:  # no TileLang: torch only
+        pass
+    warm = WarmChildren(modules, 1, env)
     yield warm, env
     warm.close(kill=True)
 
@@ -163,8 +172,9 @@ def warm_python():
 @pytest.fixture
 def run_python(tmp_path, request, warm_python):
     """Run a Python snippet in a fresh interpreter of this venv (startup hook included): forked
-    from warm_python unless the test is marked cold_python (what happens at an interpreter's start
-    is what it tests) or sets a PYTHON* variable of its own (sys.path is made at the start)."""
+    from warm_python unless the test is marked cold_python (what happens at an interpreter's start,
+    or at TileLang's import, is what it tests) or sets a PYTHON* variable of its own (sys.path is
+    made at the start)."""
     warm, warm_env = warm_python
     cold = request.node.get_closest_marker("cold_python") is not None
 
