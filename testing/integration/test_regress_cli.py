@@ -47,16 +47,20 @@ BUILDS = {
     "shape_mismatch": "kernels.shape_mismatch()",
     "row_sum": "kernels.row_sum()",
 }
-LOWER_ONE = """
+LOWER_EACH = """
 import json, sys
 sys.path.insert(0, {testing!r})
 import kernels, tilelang
 from tilelang import tvm
-try:
-    with tvm.transform.PassContext(config=json.loads(sys.argv[1])), tvm.target.Target({{"kind": "cuda", "arch": "sm_90a"}}) as target:
-        print(tilelang.lower({build}, target=target).kernel_source)
-except Exception as exc:
-    print("error:", type(exc).__name__)
+builds = {builds}
+out = []
+for name, config in json.loads(sys.argv[1]):
+    try:
+        with tvm.transform.PassContext(config=config), tvm.target.Target({{"kind": "cuda", "arch": "sm_90a"}}) as target:
+            out.append(tilelang.lower(eval(builds[name]), target=target).kernel_source)
+    except Exception as exc:
+        out.append("error: " + type(exc).__name__)
+print(json.dumps(out))
 """
 
 
@@ -69,10 +73,13 @@ def regress(cwd, *args):
     return subprocess.run([lower_trace_cli(), "regress", *args], cwd=cwd, env=env(), capture_output=True, text=True, timeout=900)
 
 
-def lowered(name, config):
-    """TileLang's own CUDA for a corpus kernel (or its error), lowered in a process of its own."""
-    script = LOWER_ONE.format(testing=TESTING, build=BUILDS[name])
-    return subprocess.run([sys.executable, "-c", script, json.dumps(config)], env=env(), capture_output=True, text=True, timeout=300).stdout
+def lowered(*wanted):
+    """TileLang's own CUDA for each (corpus kernel, config) (or its error), lowered one after another
+    in one process of its own."""
+    script = LOWER_EACH.format(testing=TESTING, builds=BUILDS)
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(wanted)], env=env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def error_line(proc):
@@ -111,7 +118,9 @@ def test_a_test_failing_on_both_sides_is_said_and_the_rest_compared(tmp_path):
     untraced = subprocess.run([sys.executable, "-m", *corpus], cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
     assert untraced.returncode == 1 and "1 failed, 2 passed" in untraced.stdout, untraced.stdout  # the corpus is built so
     head = {"tl.disable_warp_specialized": True}
-    truth = {name: (lowered(name, {}), lowered(name, head)) for name in ("gemm", "elementwise_add", "shape_mismatch")}
+    names = ("gemm", "elementwise_add", "shape_mismatch")
+    sources = iter(lowered(*[(name, config) for name in names for config in ({}, head)]))
+    truth = {name: (next(sources), next(sources)) for name in names}
     failing = {name for name, (a, b) in truth.items() if a.startswith("error:") and b.startswith("error:")}
     expected = {name: "fails on both" if name in failing else "identical" if a == b else "code differs" for name, (a, b) in truth.items()}
     assert expected == {"gemm": "code differs", "elementwise_add": "identical", "shape_mismatch": "fails on both"}, truth
@@ -151,9 +160,11 @@ def test_repeat_runs_one_side_twice_into_base_and_head(tmp_path):
     assert found["base"]["python"] == found["head"]["python"]
     assert found["base"]["configs"] == found["head"]["configs"] == {"tl.disable_warp_specialized": True}
     assert found["head"]["repeat"] is True and found["base"]["folder"] == str(out / "base") and found["head"]["folder"] == str(out / "head")
-    # The truth: TileLang lowering each kernel in two processes of its own, under that config.
+    # The truth: TileLang lowering the kernels in two processes of its own, under that config.
+    names = ("elementwise_add", "row_sum")
     config = {"tl.disable_warp_specialized": True}
-    truth = {name: "identical" if lowered(name, config) == lowered(name, config) else "code differs" for name in ("elementwise_add", "row_sum")}
+    first, second = (lowered(*[(name, config) for name in names]) for _ in range(2))
+    truth = {name: "identical" if a == b else "code differs" for name, a, b in zip(names, first, second)}
     assert {k["kernel"]: k["verdict"] for k in found["kernels"]} == truth
     assert proc.returncode == (0 if set(truth.values()) == {"identical"} else 1), proc.stderr
     assert "head: " in proc.stderr and "the same side again (--repeat)" in proc.stderr
