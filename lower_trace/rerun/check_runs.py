@@ -1,5 +1,6 @@
 """How bisect runs the user's check, again and again: a Python script run by this interpreter
-(`lower-trace bisect -- python check.py`) forks from a Python that imported the compiler once
+(`lower-trace bisect -- python check.py`, or `reduce --test SCRIPT` whose #! line starts this
+interpreter) forks from a Python that imported the compiler once
 (rerun/warm_children.py), which saves the compiler's import on every run (about 3 s for
 TileLang); any other command (pytest, a shell script, another interpreter) runs as given. The
 child sees the run's environment from its start (lower-trace's startup hook runs under it) and
@@ -39,7 +40,7 @@ class CheckRuns:
                 return subprocess.run(self.command, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=timeout).returncode
         if self._warm is None:
             server_env = {name: value for name, value in env.items() if name not in _PER_RUN}
-            self._warm = WarmChildren([_compiler()], 1, server_env)
+            self._warm = WarmChildren([compiler_module()], 1, server_env)
         done = self._warm.run(self.script, os.getcwd(), timeout or _NO_LIMIT, self.command[2:], env, output)
         return done.returncode
 
@@ -61,10 +62,10 @@ class CheckRuns:
             self._warm = None
 
 
-def python_script(command: Sequence[str]) -> str | None:
+def python_script(command: Sequence[str], suffix: str = ".py") -> str | None:
     """The script (as given), when the command is this interpreter running a Python file (with
     arguments or not): what a warm Python can run."""
-    if len(command) < 2 or not command[1].endswith(".py") or not os.path.isfile(command[1]):
+    if len(command) < 2 or not command[1].endswith(suffix) or not os.path.isfile(command[1]):
         return None
     program = shutil.which(command[0])  # `python` as the shell finds it on PATH
     if program is None:
@@ -77,6 +78,25 @@ def python_script(command: Sequence[str]) -> str | None:
     return command[1]  # as given: the child runs in this folder, and sys.argv[0] is what was typed
 
 
-def _compiler() -> str:
+def executable_python_script(path: str) -> str | None:
+    """The script, when `path` is an executable whose #! line runs it with this interpreter
+    (`#!/path/to/venv/bin/python`, or `#!/usr/bin/env python3` finding it on PATH): what a warm
+    Python can run as `path ARGS` would run."""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    if not first.startswith("#!"):
+        return None
+    words = first[2:].split()
+    if len(words) == 2 and os.path.basename(words[0]) == "env":
+        words = words[1:]  # `env python3`: found on PATH, as the kernel's exec would
+    if len(words) != 1:  # interpreter options (-u, -S, ...) change how it starts: run it as it is
+        return None
+    return path if python_script([words[0], path], suffix="") else None
+
+
+def compiler_module() -> str:
     """What the warm Python imports: TileLang where it is installed (it brings its own TVM), else TVM."""
     return "tilelang" if importlib.util.find_spec("tilelang") is not None else "tvm"

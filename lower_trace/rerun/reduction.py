@@ -10,7 +10,8 @@ may abort or hang), `jobs` at a time; TVM's well-formedness verifier filters can
 
 Interesting (C-Reduce's word) by default: the child fails with the original's exception type and
 a message equal to the original's once numbers are blanked; --matches REGEX on the message
-instead; --test SCRIPT: the script, given a candidate's folder, exits 0.
+instead; --test SCRIPT: the script, given a candidate's folder, exits 0 (forked warm as well when
+its #! line starts this interpreter: rerun/check_runs.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lower_trace.integrations.reruns import reduce_ir
+from lower_trace.rerun.check_runs import compiler_module, executable_python_script
 from lower_trace.rerun.repro import ERROR, INPUT, SCRIPT
 from lower_trace.rerun.warm_children import WarmChildren, quiet_environment
 
@@ -100,9 +102,11 @@ class Tester:
         self._lock = threading.Lock()
         self.work = tempfile.mkdtemp(prefix="lower-trace-reduce-")
         self.env = quiet_environment()
-        # The reproducer's own runs fork from a Python that imported the compiler once; a --test
-        # script is the user's own program, run as it is.
-        self.warm = None if test else WarmChildren([_compiler_module(script)], jobs, self.env)
+        # The reproducer's own runs fork from a Python that imported the compiler once, and so does
+        # a --test script whose #! line names this interpreter; any other runs as it is.
+        self.test_script = executable_python_script(test) if test else None
+        module = _compiler_module(script) if not test else compiler_module() if self.test_script else None
+        self.warm = WarmChildren([module], jobs, self.env) if module else None
 
     def close(self, kill: bool = False) -> None:
         if self.warm is not None:
@@ -125,7 +129,9 @@ class Tester:
         shutil.copy(self.script, os.path.join(folder, SCRIPT))
         timed_out = False
         try:
-            if self.warm is not None:
+            if self.warm is not None and self.test_script:
+                proc = self.warm.run(self.test_script, folder, self.timeout, [folder], self.env)
+            elif self.warm is not None:
                 proc = self.warm.run(os.path.join(folder, SCRIPT), folder, self.timeout)
             else:
                 command = [str(self.test), folder]

@@ -16,7 +16,7 @@ pytest.importorskip("tilelang")
 from lower_trace import load_trace
 from lower_trace.config import ENV_BISECT, ENV_DIR, ENV_MODE
 from lower_trace.rerun.bisection import KNOWN_REQUIRED
-from lower_trace.rerun.check_runs import CheckRuns, python_script
+from lower_trace.rerun.check_runs import CheckRuns, executable_python_script, python_script
 from support import TESTING
 
 CHECK = """
@@ -113,3 +113,31 @@ def test_only_this_pythons_scripts_run_warm(tmp_path):
     assert python_script([sys.executable, "-m", "pytest"]) is None
     assert python_script([sys.executable, str(tmp_path / "missing.py")]) is None  # a cold run says it is missing
     assert python_script(["pytest", str(script)]) is None
+
+
+def test_a_test_script_whose_hash_bang_names_this_python_runs_warm(tmp_path):
+    """reduce --test SCRIPT runs SCRIPT FOLDER: warm when its #! line starts this interpreter."""
+    bin_folder = os.path.dirname(sys.executable)
+
+    def script(name, first_line):
+        path = tmp_path / name
+        path.write_text(first_line + "\nimport sys\n")
+        path.chmod(0o755)
+        return str(path)
+
+    direct = script("direct", f"#!{sys.executable}")
+    assert executable_python_script(direct) == direct  # no .py needed: the #! line says what runs it
+    os.environ["PATH"] = bin_folder + os.pathsep + os.environ["PATH"]  # as an activated venv has it
+    try:
+        for name in ("python", "python3"):
+            if os.path.exists(os.path.join(bin_folder, name)):
+                found = script(f"env-{name}.py", f"#!/usr/bin/env {name}")
+                assert executable_python_script(found) == found
+    finally:
+        os.environ["PATH"] = os.environ["PATH"].split(os.pathsep, 1)[1]
+    assert executable_python_script(script("sh", "#!/bin/sh")) is None  # another program
+    assert executable_python_script(script("unbuffered.py", f"#!{sys.executable} -u")) is None  # options change the start
+    assert executable_python_script(script("none.py", "import sys")) is None  # no #! line: the kernel would not run it
+    assert executable_python_script(str(tmp_path / "missing")) is None
+    if os.path.realpath(sys.executable) != os.path.abspath(sys.executable):  # the Python a venv links to: another environment
+        assert executable_python_script(script("other.py", f"#!{os.path.realpath(sys.executable)}")) is None
