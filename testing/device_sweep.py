@@ -4,8 +4,10 @@ sm_90a (the 128x256 one spills; warp specialisation pins both at 240 registers) 
 `ampere`, two for sm_80, where the tile decides the registers (64x64: fewer than 128x128)."""
 
 import base64
+import fcntl
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -44,6 +46,25 @@ def traced_sweep(folder, ampere=True, one_core=False):
     prefix = ("taskset", "-c", "0") if one_core else ()
     run_python(SWEEP.replace("AMPERE", str(ampere)), folder, prefix=prefix, TL_LOWER_TRACE="html", TL_LOWER_TRACE_DIR=trace)
     return trace
+
+
+def shared_sweep(tmp_path_factory, name, one_core=False):
+    """A copy of its own (in `name`) of a traced sweep this test run makes once -- the four kernels
+    (ampere), or sm_90a's two pinned to one core -- for every module and xdist worker that asks (the
+    first waits for nvcc, the others for it); copied, as `lower-trace device` writes into its folder."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's folder, shared by its workers
+    built = root / ("device-sweep-one-core" if one_core else "device-sweep")
+    with open(f"{built}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (built / "done").exists():
+            shutil.rmtree(built, ignore_errors=True)
+            built.mkdir()
+            traced_sweep(built, ampere=not one_core, one_core=one_core)
+            (built / "done").write_text("")
+    copy = tmp_path_factory.mktemp(name) / "trace"
+    shutil.copytree(built / "trace", copy)
+    return str(copy)
 
 
 INSTRUCTION = re.compile(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")  # an instruction (group 1: its opcode), not .byte data

@@ -17,7 +17,7 @@ tilelang = pytest.importorskip("tilelang")
 pytest.importorskip("tilelang.instrumentation")
 
 import lower_trace  # noqa: E402
-from device_sweep import missing_tools, traced_sweep  # noqa: E402
+from device_sweep import missing_tools, shared_sweep  # noqa: E402
 from lower_trace.analysis.origins import trace_origins  # noqa: E402
 from lower_trace.integrations.nvcc.toolchain import find_tool  # noqa: E402
 from report_fixtures import Page  # noqa: E402
@@ -29,7 +29,7 @@ if missing_tools():
 
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory):
-    trace = traced_sweep(tmp_path_factory.mktemp("device-page"), ampere=False)
+    trace = shared_sweep(tmp_path_factory, "device-page")  # the integration tier's sweep, built once
     subprocess.run([lower_trace_cli(), "device", trace], check=True, capture_output=True, timeout=600)  # the SASS; rewrites the report
     return lower_trace.load_trace(trace)
 
@@ -108,11 +108,11 @@ def test_sass_pane_shows_instructions_with_their_cuda_line_and_ptx_lines_carry_t
     view.close()
 
 
-def test_a_device_stage_added_at_the_close_shows_as_any_other(browser, tmp_path):
+def test_a_device_stage_added_at_the_close_shows_as_any_other(browser, tmp_path_factory):
     """Pinned to one core, ptxas' report waits for the run's close and reaches the page as late
     blocks: the index's columns and the device step's ptxas line are what `lower-trace list
     --device` and `show --device` say."""
-    loaded = lower_trace.load_trace(traced_sweep(tmp_path, ampere=False, one_core=True))
+    loaded = lower_trace.load_trace(shared_sweep(tmp_path_factory, "late-device", one_core=True))  # the integration tier's
     trace = loaded.path
     rows = json.loads(subprocess.run([lower_trace_cli(), "list", trace, "--device", "--json"], check=True, capture_output=True, text=True).stdout)
     view = Page(browser, os.path.join(trace, "report.html"))

@@ -16,7 +16,7 @@ import pytest
 tilelang = pytest.importorskip("tilelang")
 pytest.importorskip("tilelang.instrumentation")  # 0.1.15: the CUDA callback compiles through compile_cuda
 
-from device_sweep import missing_tools, nvdisasm_table, run_python, traced_sweep  # noqa: E402
+from device_sweep import missing_tools, nvdisasm_table, run_python, shared_sweep  # noqa: E402
 from lower_trace.integrations.nvcc.toolchain import find_tool  # noqa: E402
 from support import lower_trace_cli  # noqa: E402
 
@@ -26,7 +26,7 @@ if missing_tools():
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
-    return lower_trace_load(traced_sweep(tmp_path_factory.mktemp("device")))
+    return lower_trace_load(shared_sweep(tmp_path_factory, "device"))
 
 
 def lower_trace_load(path):
@@ -246,11 +246,11 @@ def test_a_cpu_kernel_is_said_to_have_no_device_stage(tmp_path):
     assert "no CUDA source (CPU or host-only kernels): k1" in table and "lower-trace device compiles" not in table
 
 
-def test_on_one_core_ptxas_waits_for_the_close_and_the_report_takes_it_late(tmp_path):
+def test_on_one_core_ptxas_waits_for_the_close_and_the_report_takes_it_late(tmp_path, tmp_path_factory):
     """Pinned to one core there is no worker thread: the compile does not wait for ptxas' report.
     The device record is written after its kernel ended, carries nvcc's own numbers, and the report
     gets it as late blocks (lt-d<block>, lt-device) whose index columns are those numbers."""
-    trace = lower_trace_load(traced_sweep(tmp_path, ampere=False, one_core=True))
+    trace = lower_trace_load(shared_sweep(tmp_path_factory, "late-device", one_core=True))  # the browser tier's too
     manifest = [json.loads(line) for line in open(os.path.join(trace.path, "trace.jsonl"))]
     html = open(os.path.join(trace.path, "report.html")).read()
 
