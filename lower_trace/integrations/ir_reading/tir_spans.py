@@ -69,15 +69,10 @@ def statements(functions: Any) -> list[Any]:
     if _KINDS is None:
         _KINDS = _statement_kinds()
     found: list[Any] = []
-    visit = found.append
-
-    def pre(node: Any) -> None:
-        visit(node)
-
     for _, function in _items(functions):
         body = getattr(function, "body", None)
         if body is not None:
-            _ir_transform(body, pre, None, _KINDS)
+            _ir_transform(body, found.append, None, _KINDS)  # returns None: the statement is kept
     return found
 
 
@@ -96,6 +91,10 @@ class SpanFiles:
         self._index: dict[str, int] = {}
         # Marker payloads read before: a statement's span prints in every snapshot that keeps it.
         self.parsed: dict[str, tuple[int, ...]] = {}
+        # Each Span's marker (or None) by the Span's address, the Span held so that its address stays its
+        # own: a copied statement keeps its very Span, and a Span is never changed in place (a pass that
+        # sets a statement's span puts another Span there).
+        self.marks: dict[int, tuple[Any, str | None]] = {}
 
     def index(self, name: str) -> int:
         found = self._index.get(name)
@@ -117,20 +116,31 @@ _UNMARKED = tuple(getattr(_tir, name) for name in ("AttrStmt",) if hasattr(_tir,
 def span_marks(functions: Any, files: SpanFiles) -> dict[Any, str]:
     """The marker of every statement that has a span: ``@lt:FILE:LINE:COL:END_LINE:END_COL@``."""
     marks: dict[Any, str] = {}
+    known = files.marks
     for stmt in statements(functions):
         if isinstance(stmt, _UNMARKED):
             continue
         span = _get_span(stmt)
         if span is None:
             continue
-        source = span.source_name
-        if source is None:
-            continue
-        name = str(source.name)
-        if not name or name == _STMT_SPAN_SOURCE:
-            continue
-        marks[stmt] = f"{MARK}{files.index(name)}:{span.line}:{span.column}:{span.end_line}:{span.end_column}@"
+        address = span.__chandle__()
+        seen = known.get(address)
+        if seen is None:
+            seen = known[address] = (span, _marker(span, files))
+        if seen[1] is not None:
+            marks[stmt] = seen[1]
     return marks
+
+
+def _marker(span: Any, files: SpanFiles) -> str | None:
+    """A span's marker; None for a span without a file, or one of the line map's made-up ones."""
+    source = span.source_name
+    if source is None:
+        return None
+    name = str(source.name)
+    if not name or name == _STMT_SPAN_SOURCE:
+        return None
+    return f"{MARK}{files.index(name)}:{span.line}:{span.column}:{span.end_line}:{span.end_column}@"
 
 
 def strip_marks(text: str) -> tuple[str, list[tuple[int, str]]]:
