@@ -28,6 +28,9 @@ ENV_REPLAY = "TL_LOWER_TRACE_REPLAY"
 ENV_BISECT = "TL_LOWER_TRACE_BISECT"  # set by lower-trace bisect in the processes it runs
 ENV_DEVICE = "TL_LOWER_TRACE_DEVICE"  # the device stage where TileLang compiles: on (default), sass, off
 ENV_CONFIGS = "TL_LOWER_TRACE_CONFIGS"  # pass configs forced on every compile (JSON object; lower-trace regress's sides)
+ENV_LAUNCHES = "TL_LOWER_TRACE_LAUNCHES"  # launches of traced kernels: meta (default) or off; optionally ":N" a kernel
+LAUNCH_MODES = ("meta", "off")
+DEFAULT_LAUNCH_LIMIT = 8  # the first launches of each kernel, not a loop's millions
 DEVICE_MODES = ("on", "sass", "off")
 DEFAULT_TRACE_DIR = os.path.join(".", "tmp", "lower_trace_dir")
 
@@ -147,6 +150,11 @@ class Config:
     # at once too (nvdisasm: 0.3 s a kernel; else `lower-trace device` does it); "off" records nothing.
     device: str = "on"
     device_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_DEVICE: said once
+    # Each traced kernel's first launch_limit launches: "meta" records arguments (shape, dtype, strides, device,
+    # a digest of the bytes; scalars by value), time and call site; "off" none.
+    launches: str = "meta"
+    launch_limit: int = DEFAULT_LAUNCH_LIMIT
+    launches_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_LAUNCHES: said once
     script: str = ""  # the script folder's name; "" = the running script's (the pytest plugin names a test's)
     title: str = ""  # what the run is called in the report and the CLI ("": the script folder's name)
     # enable(codegen_output=...): "" = working copies in edits/ (the default), None = no working copies,
@@ -191,6 +199,7 @@ def config_from_env(environ: Mapping[str, str] | None = None, origin: str = "env
     live_filter, filter_error = _filter_from(env)
     replay, replay_error = _replay_from(env)
     device, device_error = _device_from(env)
+    launches, launch_limit, launches_error = _launches_from(env)
     return Config(
         mode=mode,
         trace_dir=raw_dir or DEFAULT_TRACE_DIR,
@@ -202,6 +211,9 @@ def config_from_env(environ: Mapping[str, str] | None = None, origin: str = "env
         configs=forced_configs(env.get(ENV_CONFIGS)),
         device=device,
         device_error=device_error,
+        launches=launches,
+        launch_limit=launch_limit,
+        launches_error=launches_error,
         filter_error=filter_error,
         origin=origin,
         dir_origin=dir_origin,
@@ -218,6 +230,22 @@ def _device_from(env: Mapping[str, str]) -> tuple[str, str]:
     if raw in DEVICE_MODES:
         return raw, ""
     return "on", f"{ENV_DEVICE}={raw!r} is not understood (use on, sass or off); the device stage is recorded as with on"
+
+
+def _launches_from(env: Mapping[str, str]) -> tuple[str, int, str]:
+    """TL_LOWER_TRACE_LAUNCHES: meta (unset, or on), off, each optionally ":N" (launches kept per kernel);
+    a bad value: said once, meta with the default limit."""
+    raw = env.get(ENV_LAUNCHES, "").strip().lower()
+    mode, _, limit = raw.partition(":")
+    mode = "meta" if mode in ("", *_TRUTHY) else "off" if mode in _FALSY else mode
+    try:
+        count = int(limit) if limit else DEFAULT_LAUNCH_LIMIT
+    except ValueError:
+        count = -1
+    if mode not in LAUNCH_MODES or count < 0:
+        return "meta", DEFAULT_LAUNCH_LIMIT, (
+            f"{ENV_LAUNCHES}={raw!r} is not understood (use meta, off, or meta:N for N launches a kernel); launches are recorded as with meta")
+    return mode, count, ""
 
 
 def _filter_from(env: Mapping[str, str]) -> tuple[LiveFilter, str]:
@@ -304,9 +332,11 @@ def make_config(
     replay_error = ""
     if replay is None:
         replay, replay_error = _replay_from(os.environ)
+    launches, launch_limit, launches_error = _launches_from(os.environ)
     base = Config(
         mode=parsed, live_filter=live_filter, filter_error=filter_error, origin="api", replay=bool(replay), replay_error=replay_error, script=script,
         configs=forced_configs(os.environ.get(ENV_CONFIGS)),
+        launches=launches, launch_limit=launch_limit, launches_error=launches_error,
         codegen_output=None if codegen_output is None else os.path.abspath(os.fspath(codegen_output)) if codegen_output else "",
         title=title,
     )

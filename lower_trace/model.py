@@ -71,6 +71,35 @@ class ErrorInfo:
 
 
 @dataclass(frozen=True)
+class LaunchValue:
+    """One argument of a kernel launch, or a tensor it returned: a tensor described (never its data),
+    or a scalar's value."""
+
+    name: str  # the kernel parameter's name; "return" (or "return.1", ...) for a tensor the call returned
+    kind: str  # "tensor" or "scalar"
+    shape: tuple[int, ...] = ()
+    dtype: str = ""
+    strides: tuple[int, ...] = ()
+    device: str = ""
+    digest: str = ""  # blake2b (16 bytes, hex) of the tensor's bytes in row-major order; "" when not taken
+    value: Any = None  # a scalar's value (int, float, bool), or its repr
+    note: str = ""  # what was not recorded, and why
+
+
+@dataclass(frozen=True)
+class LaunchRecord:
+    """One call of a compiled kernel while traced (the first ones of each kernel: Config.launch_limit)."""
+
+    kernel: str  # the kernel id of the compile that made it
+    n: int  # 1 for the kernel's first launch
+    site: str  # file:line of the call
+    ms: float
+    args: tuple[LaunchValue, ...] = ()  # before the call, in the kernel's parameter order
+    after: tuple[LaunchValue, ...] = ()  # the tensor arguments after the call (written in place), then returned tensors
+    error: ErrorInfo | None = None  # the call raised (re-raised to the caller)
+
+
+@dataclass(frozen=True)
 class RunInfo:
     """One process run of a traced program."""
 
@@ -321,6 +350,7 @@ class KernelTrace:
     error: ErrorInfo | None = None
     stack: tuple[tuple[str, int, str], ...] = ()  # as KernelStart.stack
     device: tuple[DeviceRecord, ...] = ()  # device compiles of its generated source, oldest first
+    launches: tuple[LaunchRecord, ...] = ()  # its calls while traced, first first
 
     @property
     def device_stage(self) -> DeviceRecord | None:

@@ -9,7 +9,7 @@ import enum
 from dataclasses import fields
 from typing import Any
 
-from lower_trace.model import CodegenRecord, EditStatus, ErrorInfo, FragmentLayout, PassCall, PassRecord, PassStatus, RunInfo
+from lower_trace.model import CodegenRecord, EditStatus, ErrorInfo, FragmentLayout, LaunchRecord, LaunchValue, PassCall, PassRecord, PassStatus, RunInfo
 
 _ALWAYS = frozenset(("status", "kernel", "seq", "name"))
 _FIELD_DEFAULTS: dict[type, tuple[tuple[str, Any, bool], ...]] = {}
@@ -92,6 +92,22 @@ def codegen_from_json(data: dict[str, Any]) -> CodegenRecord:
         raise ValueError("edit_status is not a string")
     values["edit_status"] = EditStatus(status) if status else None  # an unknown word: ValueError, a damaged record
     return CodegenRecord(**values)
+
+
+def launch_from_json(data: dict[str, Any]) -> LaunchRecord:
+    """A launch record; raises (TypeError, ValueError) on one of the wrong shape (a damaged line)."""
+    values = _known(LaunchRecord, data)
+    values["error"] = _error_from(values.get("error"))
+    for side in ("args", "after"):
+        values[side] = tuple(_launch_value(item) for item in values.get(side, ()))
+    return LaunchRecord(**values)
+
+
+def _launch_value(data: dict[str, Any]) -> LaunchValue:
+    values = _known(LaunchValue, data)
+    for key in ("shape", "strides"):
+        values[key] = tuple(int(n) for n in values.get(key, ()))
+    return LaunchValue(**values)
 
 
 def run_from_json(data: dict[str, Any]) -> RunInfo:

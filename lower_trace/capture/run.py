@@ -27,7 +27,7 @@ from lower_trace.capture.ports import CodegenAlias, Ports, WorkingCopies
 from lower_trace.capture.sink import KernelListener
 from lower_trace.capture.worker import Worker
 from lower_trace.config import Config
-from lower_trace.model import EditOutcome, EditStatus, KernelEnd, KernelStart, KernelStatus, KernelTrace, Note, ReproSpec, RunInfo
+from lower_trace.model import EditOutcome, EditStatus, KernelEnd, KernelStart, KernelStatus, KernelTrace, LaunchRecord, Note, ReproSpec, RunInfo
 from lower_trace.model_json import to_json
 from lower_trace.store.layout import REPORT, REPRO, TRACER_FAULTS, new_run_dir, script_dir_of
 from lower_trace.store.paths import script_name
@@ -107,6 +107,8 @@ class TraceRun:
             self.messages.say(config.replay_error, once="replay")
         if config.device_error:
             self.messages.say(config.device_error, once="device-setting")
+        if config.launches_error:
+            self.messages.say(config.launches_error, once="launches-setting")
 
     @property
     def report_path(self) -> str:
@@ -237,6 +239,15 @@ class TraceRun:
             else:
                 self.worker.submit(write)
         return kernel_id
+
+    def kernels_registered(self) -> int:
+        """How many kernels this run has registered: the newest one's id is k<that number>."""
+        with self._lock:
+            return self._kernel_count
+
+    def record_launch(self, record: LaunchRecord) -> None:
+        """A launch of a traced kernel, written by the worker after what is queued."""
+        self.worker.submit(lambda: self.append_record("launch", record))
 
     def read_source(self, path: str) -> str | None:
         """A file of the user's program, read the first time a kernel names it (the trace keeps it

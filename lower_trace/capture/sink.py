@@ -15,7 +15,7 @@ from lower_trace.capture.gate import PassGate
 from lower_trace.capture.ports import CodegenAlias, WorkingCopies
 from lower_trace.capture.worker import Worker
 from lower_trace.config import Config
-from lower_trace.model import EditOutcome, KernelTrace, ReproSpec, RunInfo
+from lower_trace.model import EditOutcome, KernelTrace, LaunchRecord, ReproSpec, RunInfo
 
 TextOf = Callable[[str], str]
 
@@ -42,6 +42,8 @@ class TraceSink(Protocol):
         self, name: str, started: float, target: str, entry: str, pass_configs: dict[str, str], context: dict[str, Any] | None = None, now: bool = False,
         stack: tuple[tuple[str, int, str], ...] = (),
     ) -> str: ...  # fmt: skip
+    def kernels_registered(self) -> int: ...  # the newest kernel's id is k<that number>
+    def record_launch(self, record: LaunchRecord) -> None: ...
     def read_source(self, path: str) -> str | None: ...  # a file of the user's program (read once per run)
     def store_snapshot(self, digest: str, text: str) -> None: ...
     def store_ir(self, digest: str, text: str, now: bool = False) -> None: ...

@@ -27,11 +27,26 @@ def cmd_show(args: argparse.Namespace) -> int:
         return show_timing(trace, kernels, args.json)
     if args.device or args.sass or args.ptx:
         return device_command.show_device(trace, kernels, args)
+    if args.launches:
+        return _show_launches(kernels, args.json)
     if args.ir is not None:
         return _show_ir(trace, kernels, args)
     if args.origins:
         raise UsageError("--origins goes with --ir PASS, --sass or --ptx: each line with the line of your program it comes from")
     return _show_passes(trace, kernels, args)
+
+
+def _show_launches(kernels: list[KernelTrace], as_json: bool) -> int:
+    """show --launches: each kernel's recorded launches (arguments, what was written and returned, time, site)."""
+    if as_json:
+        from lower_trace.model_json import to_json
+
+        print_json([{"kernel": k.kernel_id, "name": k.name, "launches": [to_json(launch) for launch in k.launches]} for k in kernels])
+        return 0
+    from lower_trace.render.launches_view import launches_text
+
+    print(launches_text(kernels))
+    return 0
 
 
 def _renderer(trace: Trace, args: argparse.Namespace) -> Any:
@@ -209,6 +224,7 @@ def add_parsers(sub: Any) -> None:
     which.add_argument("--device", action="store_true", help="registers, spills, stack, shared memory, barriers, occupancy, instruction counts")
     which.add_argument("--sass", action="store_true", help="the SASS, each instruction with its CUDA line (one kernel)")
     which.add_argument("--ptx", action="store_true", help="the PTX, each instruction with its CUDA line (one kernel)")
+    which.add_argument("--launches", action="store_true", help="each kernel's calls while traced: arguments, what it wrote and returned, time, call site")
     show.add_argument("--origins", action="store_true", help="with --ir, --sass or --ptx: each line with the line of your program it comes from")
     show.add_argument("--changed", action="store_true", help="hide passes that changed nothing")
     show.add_argument("--no-diff", action="store_true", help="the pass table only (no diffs, no generated source)")

@@ -16,6 +16,7 @@ from tilelang import instrumentation as tl_instr
 
 from lower_trace.capture.session import CompileSession
 from lower_trace.capture.sink import GetRun, TraceSink
+from lower_trace.integrations.adapters.launches import LaunchCapture
 from lower_trace.integrations.adapters.source_hooks import SourceHooks
 from lower_trace.integrations.adapters.tilelang_common import (
     LIBRARY_DIRS,
@@ -100,6 +101,7 @@ class TileLangIntegration:
         self._cache_was_enabled = False
         self._hooks = SourceHooks()
         self._device = DeviceCapture(get_run)
+        self._launches = LaunchCapture(get_run, LIBRARY_DIRS)
 
     def install(self) -> None:
         run = self._get_run()
@@ -110,11 +112,13 @@ class TileLangIntegration:
         tl_instr.register_pass_instrumentation_tool(TOOL_NAME, lambda: _Tool(self._get_run() or run))
         self._hooks.install()
         self._device.install()
+        self._launches.install()
         self._cache_was_enabled = bypass_kernel_cache(run)
 
     def uninstall(self) -> None:
         tl_instr.unregister_pass_instrumentation_tool(TOOL_NAME)
         self._hooks.uninstall()
         self._device.uninstall()
+        self._launches.uninstall()
         restore_kernel_cache(self._cache_was_enabled)
         self._cache_was_enabled = False

@@ -1,0 +1,179 @@
+"""Launches of traced kernels: each call of a compiled TileLang kernel (``JITKernel.__call__``) while
+traced, recorded against the compile that made it -- its arguments described (shape, dtype, strides,
+device, a digest of the bytes; scalars by value), the tensor arguments again after the call (outputs
+are written in place), returned tensors, the call's time and its site. The first ``launch_limit``
+launches of each kernel; later ones run untouched. What the call returns, or raises, is the
+caller's as without tracing.
+
+A kernel is joined to its compile by ``JITKernel._compile_and_create_adapter``: the kernel ids the
+run registered while it ran are that JITKernel's (the last one: a grouped compile registers several).
+A kernel made elsewhere (TileLang's disk cache, before tracing started) is not traced: its launches
+are not recorded. Calls that do not go through ``JITKernel.__call__`` (``kernel.adapter(...)``,
+TileLang's profiler) are not seen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from lower_trace.capture.sink import GetRun, TraceSink
+from lower_trace.model import ErrorInfo, LaunchRecord, LaunchValue
+
+# Tensors larger than this are described without a digest (reading them costs ~1.3 ms a MiB).
+DIGEST_LIMIT = 256 << 20
+
+
+class LaunchCapture:
+    """install() / uninstall(): the two JITKernel methods wrapped, and put back exactly."""
+
+    def __init__(self, get_run: GetRun, library_dirs: tuple[str, ...]) -> None:
+        self._get_run = get_run
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        self._skipped = tuple(os.path.join(d, "") for d in (here, *library_dirs))  # frames that are not the caller's
+        self._is_skipped: dict[str, bool] = {}  # by code file name
+        self._kernel_of: weakref.WeakKeyDictionary[Any, tuple[TraceSink, str]] = weakref.WeakKeyDictionary()  # JITKernel -> (run, kernel id)
+        self._names: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()  # JITKernel -> its call's parameter names
+        self._counts: dict[tuple[int, str], int] = {}  # (id of the run, kernel id) -> launches seen
+        self._originals: tuple[type, Callable[..., Any], Callable[..., Any]] | None = None
+
+    def install(self) -> None:
+        from tilelang.jit.kernel import JITKernel
+
+        call, compile_ = JITKernel.__call__, JITKernel._compile_and_create_adapter
+        self._originals = (JITKernel, call, compile_)
+        capture = self
+
+        def compile_and_create_adapter(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+            run = capture._get_run()
+            before = run.kernels_registered() if run is not None else 0
+            try:
+                return compile_(kernel, *args, **kwargs)
+            finally:
+                capture._joined(kernel, run, before)
+
+        def launch(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+            return capture._launch(call, kernel, args, kwargs)
+
+        setattr(JITKernel, "_compile_and_create_adapter", compile_and_create_adapter)  # noqa: B010 (the class's own methods, typed)
+        setattr(JITKernel, "__call__", launch)  # noqa: B010
+
+    def uninstall(self) -> None:
+        if self._originals is not None:
+            cls, call, compile_ = self._originals
+            setattr(cls, "__call__", call)  # noqa: B010
+            setattr(cls, "_compile_and_create_adapter", compile_)  # noqa: B010
+            self._originals = None
+
+    def _joined(self, kernel: Any, run: TraceSink | None, before: int) -> None:
+        if run is None:
+            return
+        try:
+            if run.kernels_registered() > before:
+                self._kernel_of[kernel] = (run, f"k{run.kernels_registered()}")
+        except Exception as exc:  # the tracer's own fault: the compile goes on
+            run.tracer_fault(exc)
+
+    def _launch(self, call: Callable[..., Any], kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        run = self._get_run()
+        if run is None:
+            return call(kernel, *args, **kwargs)
+        joined = self._kernel_of.get(kernel)
+        if joined is None or joined[0] is not run or run.config.launches == "off":
+            return call(kernel, *args, **kwargs)
+        key = (id(run), joined[1])
+        number = self._counts.get(key, 0) + 1
+        if number > run.config.launch_limit:
+            return call(kernel, *args, **kwargs)
+        self._counts[key] = number
+        try:
+            names = self._names.get(kernel)
+            if names is None or len(names) != len(args):
+                names = self._names[kernel] = parameter_names(kernel, len(args))
+            before = tuple(describe(name, value) for name, value in zip(names, args, strict=True))
+            site = self._call_site()
+        except Exception as exc:
+            run.tracer_fault(exc)
+            return call(kernel, *args, **kwargs)
+        started = time.perf_counter()
+        try:
+            result = call(kernel, *args, **kwargs)
+        except BaseException as exc:
+            ms = (time.perf_counter() - started) * 1e3
+            self._record(run, LaunchRecord(joined[1], number, site, round(ms, 4), before, error=ErrorInfo(type(exc).__name__, str(exc))))
+            raise
+        ms = (time.perf_counter() - started) * 1e3
+        try:
+            after = tuple(describe(v.name, value) for v, value in zip(before, args, strict=True) if v.kind == "tensor")
+            returned = result if isinstance(result, (list, tuple)) else [result]
+            after += tuple(describe("return" if i == 0 else f"return.{i}", value) for i, value in enumerate(returned) if is_tensor(value))
+            self._record(run, LaunchRecord(joined[1], number, site, round(ms, 4), before, after))
+        except Exception as exc:
+            run.tracer_fault(exc)
+        return result
+
+    def _record(self, run: TraceSink, record: LaunchRecord) -> None:
+        try:
+            run.record_launch(record)
+        except Exception as exc:
+            run.tracer_fault(exc)
+
+    def _call_site(self) -> str:
+        """file:line of the first frame outside lower-trace and TileLang (an @jit function's call is the user's)."""
+        frame = sys._getframe(2)
+        while frame is not None:
+            file = frame.f_code.co_filename
+            skipped = self._is_skipped.get(file)
+            if skipped is None:
+                skipped = self._is_skipped[file] = os.path.abspath(file).startswith(self._skipped)
+            if not skipped:
+                return f"{os.path.abspath(file)}:{frame.f_lineno}"
+            frame = frame.f_back
+        return ""
+
+
+def parameter_names(kernel: Any, count: int) -> list[str]:
+    """The names of the parameters a call passes, in order: the kernel's parameters (a buffer's name
+    for a buffer) less its out_idx outputs, which TileLang allocates; arg0, arg1, ... when they disagree."""
+    func = getattr(kernel, "prim_func", None)
+    names: list[str] = []
+    if func is not None:
+        buffers = func.buffer_map
+        names = [str(buffers[p].name) if p in buffers else str(p.name) for p in func.params]
+        outputs = {i % len(names) for i in (getattr(kernel, "out_idx", None) or ())} if names else set()
+        names = [name for i, name in enumerate(names) if i not in outputs]
+    return names if len(names) == count else [f"arg{i}" for i in range(count)]
+
+
+def is_tensor(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def describe(name: str, value: Any) -> LaunchValue:
+    if is_tensor(value):
+        return _tensor(name, value)
+    if isinstance(value, (bool, int, float)):
+        return LaunchValue(name, "scalar", value=value)
+    return LaunchValue(name, "scalar", value=repr(value)[:200], note=f"a {type(value).__name__}, kept as its repr")
+
+
+def _tensor(name: str, tensor: Any) -> LaunchValue:
+    shape, strides = tuple(int(n) for n in tensor.shape), tuple(int(n) for n in tensor.stride())
+    dtype, device = str(tensor.dtype).removeprefix("torch."), str(tensor.device)
+    size = tensor.numel() * tensor.element_size()
+    if size > DIGEST_LIMIT:
+        return LaunchValue(name, "tensor", shape, dtype, strides, device, note=f"no digest: {size} bytes, over {DIGEST_LIMIT}")
+    return LaunchValue(name, "tensor", shape, dtype, strides, device, digest=tensor_digest(tensor))
+
+
+def tensor_digest(tensor: Any) -> str:
+    """blake2b (16 bytes) of the tensor's elements in row-major order, as bytes (any dtype, any strides)."""
+    torch = sys.modules["torch"]
+    data = tensor.detach().contiguous().reshape(-1).cpu()
+    return hashlib.blake2b(data.view(torch.uint8).numpy(), digest_size=16).hexdigest()
