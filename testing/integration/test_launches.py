@@ -110,3 +110,17 @@ def test_the_first_launches_are_kept_and_off_keeps_none(run_python, tmp_path):
         said = [line for line in proc.stderr.splitlines() if "TL_LOWER_TRACE_LAUNCHES" in line]
         assert len(said) == (1 if setting == "everything" else 0), proc.stderr
     assert counts == {"meta:2": [1, 2], "off": [], "meta": [1, 2, 3, 4, 5], "everything": [1, 2, 3, 4, 5]}
+
+
+def test_each_run_counts_its_own_launches(tmp_path):
+    """A run's kernel ids start at k1 again (a run per test under pytest --lower-trace, reset()): the limit
+    is counted per run, so a later run records its kernels' first launches too."""
+    a = torch.arange(64, dtype=torch.float32)
+    recorded = []
+    for round_ in range(3):
+        with lower_trace.trace(mode="trace", trace_dir=tmp_path / str(round_)) as run:
+            add = tilelang.compile(kernels.vector_add_c(), target="c", execution_backend="cython")
+            for _ in range(10):
+                add(a, a, torch.empty(64))
+        recorded.append([launch.n for launch in lower_trace.load_trace(run.run_dir).kernels[0].launches])
+    assert recorded == [list(range(1, 9))] * 3

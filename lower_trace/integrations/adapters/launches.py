@@ -39,7 +39,8 @@ class LaunchCapture:
         self._is_skipped: dict[str, bool] = {}  # by code file name
         self._kernel_of: weakref.WeakKeyDictionary[Any, tuple[TraceSink, str]] = weakref.WeakKeyDictionary()  # JITKernel -> (run, kernel id)
         self._names: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()  # JITKernel -> its call's parameter names
-        self._counts: dict[tuple[int, str], int] = {}  # (id of the run, kernel id) -> launches seen
+        # Launches seen, per run and kernel id (a run's ids start at k1 again: a run per test, reset()).
+        self._counts: weakref.WeakKeyDictionary[TraceSink, dict[str, int]] = weakref.WeakKeyDictionary()
         self._originals: tuple[type, Callable[..., Any], Callable[..., Any]] | None = None
 
     def install(self) -> None:
@@ -86,11 +87,13 @@ class LaunchCapture:
         joined = self._kernel_of.get(kernel)
         if joined is None or joined[0] is not run or run.config.launches == "off":
             return call(kernel, *args, **kwargs)
-        key = (id(run), joined[1])
-        number = self._counts.get(key, 0) + 1
+        counts = self._counts.get(run)
+        if counts is None:
+            counts = self._counts[run] = {}
+        number = counts.get(joined[1], 0) + 1
         if number > run.config.launch_limit:
             return call(kernel, *args, **kwargs)
-        self._counts[key] = number
+        counts[joined[1]] = number
         try:
             names = self._names.get(kernel)
             if names is None or len(names) != len(args):
