@@ -240,11 +240,6 @@ class TraceRun:
                 self.worker.submit(write)
         return kernel_id
 
-    def kernels_registered(self) -> int:
-        """How many kernels this run has registered: the newest one's id is k<that number>."""
-        with self._lock:
-            return self._kernel_count
-
     def record_launch(self, record: LaunchRecord) -> None:
         """A launch of a traced kernel, written by the worker after what is queued."""
         self.worker.submit(lambda: self.append_record("launch", record))

@@ -42,7 +42,6 @@ class TraceSink(Protocol):
         self, name: str, started: float, target: str, entry: str, pass_configs: dict[str, str], context: dict[str, Any] | None = None, now: bool = False,
         stack: tuple[tuple[str, int, str], ...] = (),
     ) -> str: ...  # fmt: skip
-    def kernels_registered(self) -> int: ...  # the newest kernel's id is k<that number>
     def record_launch(self, record: LaunchRecord) -> None: ...
     def read_source(self, path: str) -> str | None: ...  # a file of the user's program (read once per run)
     def store_snapshot(self, digest: str, text: str) -> None: ...

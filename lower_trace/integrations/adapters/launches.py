@@ -5,8 +5,9 @@ are written in place), returned tensors, the call's time and its site. The first
 launches of each kernel; later ones run untouched. What the call returns, or raises, is the
 caller's as without tracing.
 
-A kernel is joined to its compile by ``JITKernel._compile_and_create_adapter``: the kernel ids the
-run registered while it ran are that JITKernel's (the last one: a grouped compile registers several).
+A kernel is joined to its compile when TileLang's instrumentation session for it finishes: the
+JITKernel compiling itself is the ``self`` of ``_compile_and_create_adapter`` on the stack there (read
+off the frame, not wrapped: a compile that fails shows the user no lower-trace frame).
 A kernel made elsewhere (TileLang's disk cache, before tracing started) is not traced: its launches
 are not recorded. Calls that do not go through ``JITKernel.__call__`` (``kernel.adapter(...)``,
 TileLang's profiler) are not seen.
@@ -30,7 +31,7 @@ DIGEST_LIMIT = 256 << 20
 
 
 class LaunchCapture:
-    """install() / uninstall(): the two JITKernel methods wrapped, and put back exactly."""
+    """install() / uninstall(): JITKernel.__call__ wrapped, and put back exactly; join() at a compile's end."""
 
     def __init__(self, get_run: GetRun, library_dirs: tuple[str, ...]) -> None:
         self._get_run = get_run
@@ -41,44 +42,37 @@ class LaunchCapture:
         self._names: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()  # JITKernel -> its call's parameter names
         # Launches seen, per run and kernel id (a run's ids start at k1 again: a run per test, reset()).
         self._counts: weakref.WeakKeyDictionary[TraceSink, dict[str, int]] = weakref.WeakKeyDictionary()
-        self._originals: tuple[type, Callable[..., Any], Callable[..., Any]] | None = None
+        self._originals: tuple[Any, Callable[..., Any]] | None = None
 
     def install(self) -> None:
         from tilelang.jit.kernel import JITKernel
 
-        call, compile_ = JITKernel.__call__, JITKernel._compile_and_create_adapter
-        self._originals = (JITKernel, call, compile_)
+        call = JITKernel.__call__
+        self._originals = (JITKernel, call)
         capture = self
-
-        def compile_and_create_adapter(kernel: Any, *args: Any, **kwargs: Any) -> Any:
-            run = capture._get_run()
-            before = run.kernels_registered() if run is not None else 0
-            try:
-                return compile_(kernel, *args, **kwargs)
-            finally:
-                capture._joined(kernel, run, before)
 
         def launch(kernel: Any, *args: Any, **kwargs: Any) -> Any:
             return capture._launch(call, kernel, args, kwargs)
 
-        setattr(JITKernel, "_compile_and_create_adapter", compile_and_create_adapter)  # noqa: B010 (the class's own methods, typed)
-        setattr(JITKernel, "__call__", launch)  # noqa: B010
+        setattr(JITKernel, "__call__", launch)  # noqa: B010 (the class's own method, typed)
 
     def uninstall(self) -> None:
         if self._originals is not None:
-            cls, call, compile_ = self._originals
+            cls, call = self._originals
             setattr(cls, "__call__", call)  # noqa: B010
-            setattr(cls, "_compile_and_create_adapter", compile_)  # noqa: B010
             self._originals = None
 
-    def _joined(self, kernel: Any, run: TraceSink | None, before: int) -> None:
-        if run is None:
+    def join(self, run: TraceSink, kernel_id: str) -> None:
+        """The compile of kernel_id has finished: the JITKernel compiling itself (if one is) is its."""
+        if not kernel_id or self._originals is None:
             return
-        try:
-            if run.kernels_registered() > before:
-                self._kernel_of[kernel] = (run, f"k{run.kernels_registered()}")
-        except Exception as exc:  # the tracer's own fault: the compile goes on
-            run.tracer_fault(exc)
+        frame = sys._getframe(1)
+        compiling = self._originals[0]._compile_and_create_adapter.__code__
+        while frame is not None and frame.f_code is not compiling:
+            frame = frame.f_back
+        kernel = frame.f_locals.get("self") if frame is not None else None
+        if kernel is not None:
+            self._kernel_of[kernel] = (run, kernel_id)
 
     def _launch(self, call: Callable[..., Any], kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         run = self._get_run()

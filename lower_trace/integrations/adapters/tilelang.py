@@ -53,8 +53,9 @@ class _Tool(tl_instr.PassInstrumentationTool):
     lowers several kernels in one session, each in PassContexts of its own that TileLang labels
     with the kernel: one CompileSession (one kernel record) per label."""
 
-    def __init__(self, run: TraceSink) -> None:
+    def __init__(self, run: TraceSink, launches: LaunchCapture) -> None:
         self._run = run
+        self._launches = launches
         self._ir = TVMIR(tl_instr.current_pass_phase, PHASE_OF_FUNCTION, layouts=True, library_dirs=LIBRARY_DIRS)
         self._sessions: dict[str, CompileSession] = {}
         self._active: CompileSession | None = None  # the kernel whose PassContext was made last
@@ -91,6 +92,11 @@ class _Tool(tl_instr.PassInstrumentationTool):
                 session.finish(error)
             except Exception as exc:
                 self._run.tracer_fault(exc)
+        if sessions and error is None:
+            try:  # the kernel object this compile makes, if one: its launches are this kernel's (the last: a grouped compile's unit)
+                self._launches.join(self._run, sessions[-1].kernel_id)
+            except Exception as exc:
+                self._run.tracer_fault(exc)
 
 
 class TileLangIntegration:
@@ -109,7 +115,7 @@ class TileLangIntegration:
             return
         run.info.versions.update(versions())
         keep_builtin_tracer_off(run)
-        tl_instr.register_pass_instrumentation_tool(TOOL_NAME, lambda: _Tool(self._get_run() or run))
+        tl_instr.register_pass_instrumentation_tool(TOOL_NAME, lambda: _Tool(self._get_run() or run, self._launches))
         self._hooks.install()
         self._device.install()
         self._launches.install()
