@@ -3,16 +3,17 @@ the call wrote (a tensor whose digest changed) and returned, its time and call s
 
 from __future__ import annotations
 
+from lower_trace.config import DEFAULT_LAUNCH_LIMIT
 from lower_trace.model import KernelTrace, LaunchRecord, LaunchValue
 from lower_trace.text_safety import plural, printable_line
 
 
 def launches_text(kernels: list[KernelTrace]) -> str:
-    lines: list[str] = ["the first launches of each kernel are kept (TL_LOWER_TRACE_LAUNCHES=meta:N, default 8); digests are blake2b of the bytes"]
+    lines = [f"the first launches of each kernel are kept (TL_LOWER_TRACE_LAUNCHES=meta:N, default {DEFAULT_LAUNCH_LIMIT}); digests are blake2b of the bytes"]
     for kernel in kernels:
         count = len(kernel.launches)
         lines.append(f"{kernel.kernel_id} {printable_line(kernel.name)}: {plural(count, 'launch', 'launches')} recorded" + ("" if count else
-                     " (launched after the run closed, not through the kernel object, or TL_LOWER_TRACE_LAUNCHES=off)"))
+                     " (not called while traced, called through kernel.adapter or TileLang's profiler, or TL_LOWER_TRACE_LAUNCHES=off)"))
         for launch in kernel.launches:
             lines.extend(_launch_lines(launch))
     return "\n".join(lines)

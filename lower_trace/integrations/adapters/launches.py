@@ -9,7 +9,8 @@ A kernel is joined to its compile when TileLang's instrumentation session for it
 JITKernel compiling itself is the ``self`` of ``_compile_and_create_adapter`` on the stack there (read
 off the frame, not wrapped: a compile that fails shows the user no lower-trace frame).
 A kernel made elsewhere (TileLang's disk cache, before tracing started) is not traced: its launches
-are not recorded. Calls that do not go through ``JITKernel.__call__`` (``kernel.adapter(...)``,
+are not recorded, nor are the kernels of a grouped compile (the autotuner's: several kernels in one
+session, none of them sure to be the object's). Calls that do not go through ``JITKernel.__call__`` (``kernel.adapter(...)``,
 TileLang's profiler) are not seen.
 """
 

@@ -92,9 +92,9 @@ class _Tool(tl_instr.PassInstrumentationTool):
                 session.finish(error)
             except Exception as exc:
                 self._run.tracer_fault(exc)
-        if sessions and error is None:
-            try:  # the kernel object this compile makes, if one: its launches are this kernel's (the last: a grouped compile's unit)
-                self._launches.join(self._run, sessions[-1].kernel_id)
+        if len(sessions) == 1 and error is None:
+            try:  # the kernel object this compile makes, if one, is this kernel's (a grouped compile's several: no guess)
+                self._launches.join(self._run, sessions[0].kernel_id)
             except Exception as exc:
                 self._run.tracer_fault(exc)
 
