@@ -1,13 +1,15 @@
 """What recording a launch costs (issue 40): calls of compiled kernels untraced against the same calls
-recorded (TL_LOWER_TRACE_LAUNCHES=meta), in one process, on target "c" with CPU tensors.
+recorded (TL_LOWER_TRACE_LAUNCHES=meta), with their tensors kept (data: .npy files in the trace), in one
+process, on target "c" with CPU tensors.
 
     python benchmarks/launches.py [--calls 2000] [--sizes 64,65536,4194304]
 
 For each size, vector_add (A + B -> C, float32) is compiled untraced and traced; the calls take turns in
 rounds (untraced, recorded, ...) and the median per-call time of each is printed with the difference (the
 capture's cost per launch: describing three tensors before the call and after it, their digests included,
-and handing the record to the run's worker) and the ratio. Pin it to one core (taskset -c 0) to count the
-worker's writing too.
+and handing the record to the run's worker) and the ratio; "data" keeps every tensor too (A, B and C before
+the call, C after it: A and B, unchanged, are not written twice), in fewer calls a round (at most 256 MiB
+written a round). Pin it to one core (taskset -c 0) to count the worker's writing too.
 """
 
 from __future__ import annotations
@@ -53,23 +55,26 @@ def main() -> int:
     import lower_trace
 
     print(f"median of {args.rounds} rounds; per call, microseconds")
-    print(f"{'elements':>10} {'bytes/tensor':>13} {'untraced':>10} {'recorded':>10} {'cost':>9} {'ratio':>7} {'past the limit':>15} {'ratio':>7}")
+    print(f"{'elements':>10} {'bytes/tensor':>13} {'untraced':>10} {'recorded':>10} {'cost':>9} {'ratio':>7} {'past the limit':>15} {'ratio':>7}"
+          f" {'data':>10} {'cost':>9} {'ratio':>7}")
     for n in (int(s) for s in args.sizes.split(",")):
         calls = max(20, args.calls * 64 // max(n, 64)) if n > 65536 else args.calls
         plain = tilelang.compile(vector_add(n), target="c", execution_backend="cython")
         tensors = (torch.randn(n), torch.randn(n), torch.empty(n))
-        times: dict[str, list[float]] = {"untraced": [], "recorded": [], "past": []}
-        for setting, key in ((f"meta:{10**9}", "recorded"), ("meta", "past")):  # every call recorded; the default's first 8
-            os.environ["TL_LOWER_TRACE_LAUNCHES"] = setting
-            with tempfile.TemporaryDirectory() as folder, lower_trace.trace(mode="trace", trace_dir=folder):
+        data_calls = max(3, min(calls, (256 << 20) // (16 * n)))
+        times: dict[str, list[float]] = {"untraced": [], "recorded": [], "past": [], "data": [], "untraced_data": []}
+        # every call recorded; the default's first 8; every call's tensors kept (no cap)
+        for setting, key in ((f"meta:{10**9}", "recorded"), ("meta", "past"), (f"data:{10**9}", "data")):
+            count = data_calls if key == "data" else calls
+            with tempfile.TemporaryDirectory() as folder, lower_trace.trace(mode="trace", trace_dir=folder, launches=setting, launch_cap="1024GiB,1024GiB"):
                 traced = tilelang.compile(vector_add(n), target="c", execution_backend="cython")
                 per_call_us(plain, tensors, 5), per_call_us(traced, tensors, 10)  # warm-up (past the default's 8)
                 for _ in range(args.rounds):
-                    times["untraced"].append(per_call_us(plain, tensors, calls))
-                    times[key].append(per_call_us(traced, tensors, calls))
-        untraced, recorded, past = (statistics.median(times[key]) for key in ("untraced", "recorded", "past"))
+                    times["untraced_data" if key == "data" else "untraced"].append(per_call_us(plain, tensors, count))
+                    times[key].append(per_call_us(traced, tensors, count))
+        untraced, recorded, past, data, untraced_data = (statistics.median(times[key]) for key in ("untraced", "recorded", "past", "data", "untraced_data"))
         print(f"{n:>10} {4 * n:>13} {untraced:>10.1f} {recorded:>10.1f} {recorded - untraced:>9.1f} {recorded / untraced:>6.2f}x"
-              f" {past:>15.1f} {past / untraced:>6.2f}x")
+              f" {past:>15.1f} {past / untraced:>6.2f}x {data:>10.1f} {data - untraced_data:>9.1f} {data / untraced_data:>6.2f}x")
     return 0
 
 

@@ -48,7 +48,7 @@ def current_run() -> TraceRun | None:
 
 def enable(
     mode: str = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None, script: str = "", title: str = "",
-    codegen_output: str | os.PathLike | None = "",
+    codegen_output: str | os.PathLike | None = "", launches: str | None = None, launch_cap: str | None = None,
 ) -> TraceRun:
     """Trace every TileLang compile from now on (idempotent).
 
@@ -59,10 +59,13 @@ def enable(
     title: what the report and the CLI call the run (default: that folder's name), shown as given.
     codegen_output: a file that holds the first kernel's editable generated source (as well as
     its working copy in edits/); None: no working copies at all (default: working copies in edits/).
+    launches: what each traced kernel's calls keep: "meta" (arguments described), "data" (their tensors
+    too, for `lower-trace repro --launch`), "off"; ":N" the first N a kernel (default TL_LOWER_TRACE_LAUNCHES, meta:8).
+    launch_cap: data mode's bytes kept a launch[,a run], e.g. "64MiB,1GiB" (default TL_LOWER_TRACE_LAUNCH_CAP).
     Calling it again with the same settings does nothing; with other settings it
     closes the current run and starts a new one.
     """
-    config = make_config(mode, trace_dir, replay, safe_component(script, "python") if script else "", title, codegen_output)
+    config = make_config(mode, trace_dir, replay, safe_component(script, "python") if script else "", title, codegen_output, launches, launch_cap)
     if not config.enabled:
         disable()
         raise ValueError(f"enable() needs a mode that turns tracing on, not {mode!r}; call disable() to switch off")
@@ -138,11 +141,12 @@ def disable() -> None:
 
 @contextmanager
 def trace(
-    mode: str = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None, script: str = "", title: str = ""
+    mode: str = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None, script: str = "", title: str = "",
+    launches: str | None = None, launch_cap: str | None = None,
 ) -> Iterator[TraceRun]:
     """Trace the compiles inside the block into a run of their own; the previous state comes back after."""
     previous = _run.config if _run is not None else None
-    run = enable(mode, trace_dir, replay, script, title)
+    run = enable(mode, trace_dir, replay, script, title, launches=launches, launch_cap=launch_cap)
     if previous is not None and run.config == previous:
         run = reset() or run  # a run of its own even when the same tracing was already on
     try:

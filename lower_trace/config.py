@@ -28,9 +28,13 @@ ENV_REPLAY = "TL_LOWER_TRACE_REPLAY"
 ENV_BISECT = "TL_LOWER_TRACE_BISECT"  # set by lower-trace bisect in the processes it runs
 ENV_DEVICE = "TL_LOWER_TRACE_DEVICE"  # the device stage where TileLang compiles: on (default), sass, off
 ENV_CONFIGS = "TL_LOWER_TRACE_CONFIGS"  # pass configs forced on every compile (JSON object; lower-trace regress's sides)
-ENV_LAUNCHES = "TL_LOWER_TRACE_LAUNCHES"  # launches of traced kernels: meta (default) or off; optionally ":N" a kernel
-LAUNCH_MODES = ("meta", "off")
+ENV_LAUNCHES = "TL_LOWER_TRACE_LAUNCHES"  # launches of traced kernels: meta (default), data or off; optionally ":N" a kernel
+LAUNCH_MODES = ("meta", "data", "off")
 DEFAULT_LAUNCH_LIMIT = 8  # the first launches of each kernel, not a loop's millions
+ENV_LAUNCH_CAP = "TL_LOWER_TRACE_LAUNCH_CAP"  # data mode: bytes of tensors kept per launch[,per run], e.g. 64MiB,1GiB
+DEFAULT_LAUNCH_CAP = 64 << 20
+DEFAULT_RUN_CAP = 1 << 30
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
 DEVICE_MODES = ("on", "sass", "off")
 DEFAULT_TRACE_DIR = os.path.join(".", "tmp", "lower_trace_dir")
 
@@ -151,9 +155,12 @@ class Config:
     device: str = "on"
     device_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_DEVICE: said once
     # Each traced kernel's first launch_limit launches: "meta" records arguments (shape, dtype, strides, device,
-    # a digest of the bytes; scalars by value), time and call site; "off" none.
+    # a digest of the bytes; scalars by value), time and call site; "data" keeps the tensors too (.npy, up to
+    # launch_cap bytes a launch and run_cap a run); "off" none.
     launches: str = "meta"
     launch_limit: int = DEFAULT_LAUNCH_LIMIT
+    launch_cap: int = DEFAULT_LAUNCH_CAP
+    run_cap: int = DEFAULT_RUN_CAP
     launches_error: str = field(default="", compare=False)  # an unreadable TL_LOWER_TRACE_LAUNCHES: said once
     script: str = ""  # the script folder's name; "" = the running script's (the pytest plugin names a test's)
     title: str = ""  # what the run is called in the report and the CLI ("": the script folder's name)
@@ -200,6 +207,7 @@ def config_from_env(environ: Mapping[str, str] | None = None, origin: str = "env
     replay, replay_error = _replay_from(env)
     device, device_error = _device_from(env)
     launches, launch_limit, launches_error = _launches_from(env)
+    launch_cap, run_cap, cap_error = _launch_cap_from(env.get(ENV_LAUNCH_CAP, ""))
     return Config(
         mode=mode,
         trace_dir=raw_dir or DEFAULT_TRACE_DIR,
@@ -213,7 +221,9 @@ def config_from_env(environ: Mapping[str, str] | None = None, origin: str = "env
         device_error=device_error,
         launches=launches,
         launch_limit=launch_limit,
-        launches_error=launches_error,
+        launch_cap=launch_cap,
+        run_cap=run_cap,
+        launches_error="; ".join(e for e in (launches_error, cap_error) if e),
         filter_error=filter_error,
         origin=origin,
         dir_origin=dir_origin,
@@ -233,9 +243,14 @@ def _device_from(env: Mapping[str, str]) -> tuple[str, str]:
 
 
 def _launches_from(env: Mapping[str, str]) -> tuple[str, int, str]:
-    """TL_LOWER_TRACE_LAUNCHES: meta (unset, or on), off, each optionally ":N" (launches kept per kernel);
+    """TL_LOWER_TRACE_LAUNCHES: meta (unset, or on), data, off, each optionally ":N" (launches kept per kernel);
     a bad value: said once, meta with the default limit."""
-    raw = env.get(ENV_LAUNCHES, "").strip().lower()
+    return launches_setting(env.get(ENV_LAUNCHES, ""), ENV_LAUNCHES)
+
+
+def launches_setting(value: str, setting: str) -> tuple[str, int, str]:
+    """(mode, launches a kernel, "" or the one line that says the value was not understood)."""
+    raw = value.strip().lower()
     mode, _, limit = raw.partition(":")
     mode = "meta" if mode in ("", *_TRUTHY) else "off" if mode in _FALSY else mode
     try:
@@ -244,8 +259,29 @@ def _launches_from(env: Mapping[str, str]) -> tuple[str, int, str]:
         count = -1
     if mode not in LAUNCH_MODES or count < 0:
         return "meta", DEFAULT_LAUNCH_LIMIT, (
-            f"{ENV_LAUNCHES}={raw!r} is not understood (use meta, off, or meta:N for N launches a kernel); launches are recorded as with meta")
+            f"{setting}={raw!r} is not understood (use meta, data, off, or meta:N / data:N for N launches a kernel); launches are recorded as with meta")
     return mode, count, ""
+
+
+def _launch_cap_from(value: str, setting: str = ENV_LAUNCH_CAP) -> tuple[int, int, str]:
+    """TL_LOWER_TRACE_LAUNCH_CAP: PER_LAUNCH[,PER_RUN] in bytes (K/M/G, KiB/MiB/GiB: powers of 1024);
+    unset: 64 MiB a launch, 1 GiB a run; a bad value: said once, the defaults."""
+    raw = value.strip().lower().replace(" ", "")
+    if not raw:
+        return DEFAULT_LAUNCH_CAP, DEFAULT_RUN_CAP, ""
+    parts = [_bytes(p) for p in raw.split(",")]
+    if len(parts) > 2 or any(p is None for p in parts):
+        return DEFAULT_LAUNCH_CAP, DEFAULT_RUN_CAP, (
+            f"{setting}={value.strip()!r} is not understood (use PER_LAUNCH[,PER_RUN], e.g. 64MiB,1GiB); tensors are kept up to 64 MiB a launch, 1 GiB a run")
+    launch = parts[0] or 0
+    return launch, (parts[1] or 0) if len(parts) == 2 else max(launch, DEFAULT_RUN_CAP), ""
+
+
+def _bytes(text: str) -> int | None:
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([a-z]*)", text)
+    if match is None or match.group(2) not in _UNITS:
+        return None
+    return int(float(match.group(1)) * _UNITS[match.group(2)])
 
 
 def _filter_from(env: Mapping[str, str]) -> tuple[LiveFilter, str]:
@@ -324,19 +360,25 @@ def default_trace_dir() -> str:
 
 def make_config(
     mode: str | None = "html", trace_dir: str | os.PathLike | None = None, replay: bool | None = None, script: str = "", title: str = "",
-    codegen_output: str | os.PathLike | None = "",
+    codegen_output: str | os.PathLike | None = "", launches: str | None = None, launch_cap: str | None = None,
 ) -> Config:
-    """Build a Config for the Python API; an unset trace_dir (or replay) falls back to the environment."""
+    """Build a Config for the Python API; an unset trace_dir (or replay, launches, launch_cap) falls back to
+    the environment. A launches or launch_cap value not understood raises ConfigError."""
     parsed = parse_mode(mode) if mode is not None else None
     live_filter, filter_error = _filter_from(os.environ)
     replay_error = ""
     if replay is None:
         replay, replay_error = _replay_from(os.environ)
-    launches, launch_limit, launches_error = _launches_from(os.environ)
+    launches_mode, launch_limit, launches_error = launches_setting(launches, "launches") if launches is not None else _launches_from(os.environ)
+    cap, run_cap, cap_error = _launch_cap_from(launch_cap, "launch_cap") if launch_cap is not None else _launch_cap_from(os.environ.get(ENV_LAUNCH_CAP, ""))
+    for given, error in ((launches, launches_error), (launch_cap, cap_error)):
+        if given is not None and error:
+            raise ConfigError(error.split(";")[0])
     base = Config(
         mode=parsed, live_filter=live_filter, filter_error=filter_error, origin="api", replay=bool(replay), replay_error=replay_error, script=script,
         configs=forced_configs(os.environ.get(ENV_CONFIGS)),
-        launches=launches, launch_limit=launch_limit, launches_error=launches_error,
+        launches=launches_mode, launch_limit=launch_limit, launch_cap=cap, run_cap=run_cap,
+        launches_error="; ".join(e for e in (launches_error, cap_error) if e),
         codegen_output=None if codegen_output is None else os.path.abspath(os.fspath(codegen_output)) if codegen_output else "",
         title=title,
     )

@@ -84,6 +84,7 @@ class LaunchValue:
     digest: str = ""  # blake2b (16 bytes, hex) of the tensor's bytes in row-major order; "" when not taken
     value: Any = None  # a scalar's value (int, float, bool), or its repr
     note: str = ""  # what was not recorded, and why
+    data: str = ""  # data mode: the tensor's .npy, relative to the run's folder; "" when not kept (note says why)
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,19 @@ class LaunchRecord:
     args: tuple[LaunchValue, ...] = ()  # before the call, in the kernel's parameter order
     after: tuple[LaunchValue, ...] = ()  # the tensor arguments after the call (written in place), then returned tensors
     error: ErrorInfo | None = None  # the call raised (re-raised to the caller)
+
+
+@dataclass(frozen=True)
+class KernelRebuild:
+    """How a traced kernel object can be built again outside the program (lower-trace repro --launch):
+    TileLang's compile arguments, the @tilelang.jit factory call that made it, the PrimFunc handed to lowering."""
+
+    kernel: str  # the kernel id
+    compile: dict[str, Any] = field(default_factory=dict)  # out_idx, target, target_host, execution_backend, pass_configs, compile_flags
+    factory: dict[str, Any] = field(default_factory=dict)  # file, module, name, args, kwargs (Python source text each); {} when none
+    factory_note: str = ""  # why there is no factory ("" when there is one)
+    prim_func: str = ""  # digest of the PrimFunc's TVM JSON (data mode); "" when not kept
+    versions: dict[str, str] = field(default_factory=dict)  # tilelang, torch
 
 
 @dataclass(frozen=True)
@@ -351,6 +365,7 @@ class KernelTrace:
     stack: tuple[tuple[str, int, str], ...] = ()  # as KernelStart.stack
     device: tuple[DeviceRecord, ...] = ()  # device compiles of its generated source, oldest first
     launches: tuple[LaunchRecord, ...] = ()  # its calls while traced, first first
+    rebuild: KernelRebuild | None = None  # how its kernel object can be built again (when one was called)
 
     @property
     def device_stage(self) -> DeviceRecord | None:

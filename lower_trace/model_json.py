@@ -9,7 +9,19 @@ import enum
 from dataclasses import fields
 from typing import Any
 
-from lower_trace.model import CodegenRecord, EditStatus, ErrorInfo, FragmentLayout, LaunchRecord, LaunchValue, PassCall, PassRecord, PassStatus, RunInfo
+from lower_trace.model import (
+    CodegenRecord,
+    EditStatus,
+    ErrorInfo,
+    FragmentLayout,
+    KernelRebuild,
+    LaunchRecord,
+    LaunchValue,
+    PassCall,
+    PassRecord,
+    PassStatus,
+    RunInfo,
+)
 
 _ALWAYS = frozenset(("status", "kernel", "seq", "name"))
 _FIELD_DEFAULTS: dict[type, tuple[tuple[str, Any, bool], ...]] = {}
@@ -108,6 +120,15 @@ def _launch_value(data: dict[str, Any]) -> LaunchValue:
     for key in ("shape", "strides"):
         values[key] = tuple(int(n) for n in values.get(key, ()))
     return LaunchValue(**values)
+
+
+def rebuild_from_json(data: dict[str, Any]) -> KernelRebuild:
+    """A kernel's rebuild record; raises (TypeError, ValueError) on one of the wrong shape."""
+    values = _known(KernelRebuild, data)
+    for key in ("compile", "factory", "versions"):
+        if not isinstance(values.get(key, {}), dict):
+            raise ValueError(f"{key} is not an object")
+    return KernelRebuild(**values)
 
 
 def run_from_json(data: dict[str, Any]) -> RunInfo:

@@ -27,9 +27,9 @@ from lower_trace.capture.ports import CodegenAlias, Ports, WorkingCopies
 from lower_trace.capture.sink import KernelListener
 from lower_trace.capture.worker import Worker
 from lower_trace.config import Config
-from lower_trace.model import EditOutcome, EditStatus, KernelEnd, KernelStart, KernelStatus, KernelTrace, LaunchRecord, Note, ReproSpec, RunInfo
+from lower_trace.model import EditOutcome, EditStatus, KernelEnd, KernelRebuild, KernelStart, KernelStatus, KernelTrace, LaunchRecord, Note, ReproSpec, RunInfo
 from lower_trace.model_json import to_json
-from lower_trace.store.layout import REPORT, REPRO, TRACER_FAULTS, new_run_dir, script_dir_of
+from lower_trace.store.layout import REPORT, REPRO, TRACER_FAULTS, launch_dir, new_run_dir, script_dir_of
 from lower_trace.store.paths import script_name
 from lower_trace.store.writer import TraceWriter
 from lower_trace.text_safety import plural, short_path
@@ -243,6 +243,13 @@ class TraceRun:
     def record_launch(self, record: LaunchRecord) -> None:
         """A launch of a traced kernel, written by the worker after what is queued."""
         self.worker.submit(lambda: self.append_record("launch", record))
+
+    def record_rebuild(self, record: KernelRebuild) -> None:
+        """How a traced kernel object can be built again (lower-trace repro --launch), written by the worker."""
+        self.worker.submit(lambda: self.append_record("rebuild", record))
+
+    def launch_folder(self, kernel_id: str, n: int) -> str:
+        return launch_dir(self.run_dir, kernel_id, n) if self.writer is not None else ""
 
     def read_source(self, path: str) -> str | None:
         """A file of the user's program, read the first time a kernel names it (the trace keeps it

@@ -15,7 +15,7 @@ from lower_trace.capture.gate import PassGate
 from lower_trace.capture.ports import CodegenAlias, WorkingCopies
 from lower_trace.capture.worker import Worker
 from lower_trace.config import Config
-from lower_trace.model import EditOutcome, KernelTrace, LaunchRecord, ReproSpec, RunInfo
+from lower_trace.model import EditOutcome, KernelRebuild, KernelTrace, LaunchRecord, ReproSpec, RunInfo
 
 TextOf = Callable[[str], str]
 
@@ -43,6 +43,8 @@ class TraceSink(Protocol):
         stack: tuple[tuple[str, int, str], ...] = (),
     ) -> str: ...  # fmt: skip
     def record_launch(self, record: LaunchRecord) -> None: ...
+    def record_rebuild(self, record: KernelRebuild) -> None: ...
+    def launch_folder(self, kernel_id: str, n: int) -> str: ...  # where a launch's tensors go; "" when the run writes no trace
     def read_source(self, path: str) -> str | None: ...  # a file of the user's program (read once per run)
     def store_snapshot(self, digest: str, text: str) -> None: ...
     def store_ir(self, digest: str, text: str, now: bool = False) -> None: ...

@@ -72,6 +72,10 @@ def cmd_repro(args: argparse.Namespace) -> int:
     trace = load_trace(args.trace)
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise UsageError(f"-o {args.output}: a file is there; name a folder (it is created)")
+    if args.launch is not None:
+        return _repro_launch(trace, args)
+    if args.rebuild is not None:
+        raise UsageError("--rebuild says how --launch rebuilds its kernel; name the launch with --launch KERNEL[:N]")
     chosen = args.pass_ is not None
     targets = _repro_targets(trace, args)
     compiler = _compiler()
@@ -89,6 +93,29 @@ def cmd_repro(args: argparse.Namespace) -> int:
         rerun_view.write_repro(sys.stdout, kernel, record, repro.command(folder), why)
         written += 1
     return 0 if written else 1
+
+
+def _repro_launch(trace: Trace, args: argparse.Namespace) -> int:
+    """repro --launch KERNEL[:N]: the launch as a folder whose run.py rebuilds the kernel, calls it on the
+    recorded inputs and compares with the recorded outputs."""
+    from lower_trace.rerun import launch_repro
+
+    if args.pass_ is not None or args.from_ is not None or args.kernel is not None:
+        raise UsageError("--launch names its kernel itself (KERNEL[:N]); leave out -k, -p and --from")
+    key, _, number = args.launch.rpartition(":") if ":" in args.launch else (args.launch, "", "1")
+    if not number.isdigit() or int(number) < 1:
+        raise UsageError(f"--launch {args.launch}: the launch is a number from 1 (KERNEL:N, e.g. k1:2)")
+    kernel = _one_kernel(trace, key, "repro --launch")
+    try:
+        launch = launch_repro.pick_launch(kernel, int(number))
+        made = launch_repro.write(trace, kernel, launch, args.rebuild or "source", args.output)
+    except launch_repro.LaunchReproError as exc:
+        raise UsageError(str(exc)) from None
+    digest_only = f", {made.by_digest} by digest only (not kept)" if made.by_digest else ""
+    what = f"{kernel.kernel_id} ({kernel.name}) launch {launch.n}"
+    print(f"{what}: written to {made.folder} (rebuilt from {made.rebuild}; {made.outputs} outputs compared{digest_only})")
+    print(f"run it (TileLang, torch and numpy; no lower-trace needed): python {made.script}")
+    return 0
 
 
 def _repro_targets(trace: Trace, args: argparse.Namespace) -> list[tuple[KernelTrace, PassRecord]]:
@@ -230,6 +257,15 @@ def add_parsers(sub: Any) -> None:
     rep.add_argument("-p", "--pass", dest="pass_", metavar="PASS", help="the pass (default: every failed pass)")
     rep.add_argument("--from", dest="from_", metavar="PASS", help="start from this earlier pass's input and run the passes up to PASS")
     rep.add_argument("-o", "--output", required=True, metavar="FOLDER", help="where to write it (one folder per pass when there are several)")
+    rep.add_argument(
+        "--launch", metavar="KERNEL[:N]",
+        help="write launch N (default 1) of KERNEL as a script that rebuilds the kernel, runs it on the recorded inputs and compares the outputs"
+        " (traced with TL_LOWER_TRACE_LAUNCHES=data)",
+    )
+    rep.add_argument(
+        "--rebuild", choices=("source", "generated"),
+        help="with --launch: from the kernel's Python source (default), or from the exact generated source that ran",
+    )
     rep.set_defaults(func=cmd_repro)
 
     play = sub.add_parser("replay", help="rerun a pass on its recorded input and compare", description=cmd_replay.__doc__)

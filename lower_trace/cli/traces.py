@@ -28,7 +28,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.device or args.sass or args.ptx:
         return device_command.show_device(trace, kernels, args)
     if args.launches:
-        return _show_launches(kernels, args.json)
+        return _show_launches(kernels, args.json, trace.path)
     if args.ir is not None:
         return _show_ir(trace, kernels, args)
     if args.origins:
@@ -36,7 +36,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     return _show_passes(trace, kernels, args)
 
 
-def _show_launches(kernels: list[KernelTrace], as_json: bool) -> int:
+def _show_launches(kernels: list[KernelTrace], as_json: bool, run_path: str = "") -> int:
     """show --launches: each kernel's recorded launches (arguments, what was written and returned, time, site)."""
     if as_json:
         from lower_trace.model_json import to_json
@@ -45,7 +45,7 @@ def _show_launches(kernels: list[KernelTrace], as_json: bool) -> int:
         return 0
     from lower_trace.render.launches_view import launches_text
 
-    print(launches_text(kernels))
+    print(launches_text(kernels, run_path))
     return 0
 
 

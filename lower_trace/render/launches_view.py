@@ -3,20 +3,37 @@ the call wrote (a tensor whose digest changed) and returned, its time and call s
 
 from __future__ import annotations
 
+import shlex
+
 from lower_trace.config import DEFAULT_LAUNCH_LIMIT
 from lower_trace.model import KernelTrace, LaunchRecord, LaunchValue
 from lower_trace.text_safety import plural, printable_line
 
 
-def launches_text(kernels: list[KernelTrace]) -> str:
-    lines = [f"the first launches of each kernel are kept (TL_LOWER_TRACE_LAUNCHES=meta:N, default {DEFAULT_LAUNCH_LIMIT}); digests are blake2b of the bytes"]
+def launches_text(kernels: list[KernelTrace], run_path: str = "") -> str:
+    lines = [
+        f"the first launches of each kernel are kept (TL_LOWER_TRACE_LAUNCHES=meta:N or data:N, default {DEFAULT_LAUNCH_LIMIT}); digests are blake2b of the bytes;"
+        " 'kept': the tensor itself is in the trace (data)"
+    ]
     for kernel in kernels:
         count = len(kernel.launches)
         lines.append(f"{kernel.kernel_id} {printable_line(kernel.name)}: {plural(count, 'launch', 'launches')} recorded" + ("" if count else
                      " (not called while traced, called through kernel.adapter or TileLang's profiler, or TL_LOWER_TRACE_LAUNCHES=off)"))
         for launch in kernel.launches:
             lines.extend(_launch_lines(launch))
+            if run_path and reproducible(launch):
+                lines.append(f"      repro: {repro_command(run_path, kernel.kernel_id, launch.n)}")
     return "\n".join(lines)
+
+
+def reproducible(launch: LaunchRecord) -> bool:
+    """Whether repro --launch can write it: every tensor argument kept."""
+    tensors = [v for v in launch.args if v.kind == "tensor"]
+    return bool(tensors) and all(v.data for v in tensors)
+
+
+def repro_command(run_path: str, kernel_id: str, n: int) -> str:
+    return f"lower-trace repro {shlex.quote(run_path)} --launch {kernel_id}:{n} -o repro-{kernel_id}-{n}"
 
 
 def _launch_lines(launch: LaunchRecord) -> list[str]:
@@ -40,7 +57,9 @@ def _value(value: LaunchValue) -> str:
     text = f"{printable_line(value.name)}  {value.dtype}[{shape}]  {value.device}"
     if value.strides != _contiguous(value.shape):
         text += f"  strides ({','.join(map(str, value.strides))})"
-    return text + (f"  {value.digest[:12]}" if value.digest else f"  ({value.note})")
+    text += f"  {value.digest[:12]}" if value.digest else ""
+    text += "  kept" if value.data else ""
+    return text + (f"  ({value.note})" if value.note else "")
 
 
 def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:

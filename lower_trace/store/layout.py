@@ -12,6 +12,7 @@ Layout (this module owns every name in it)::
             snapshots.jsonl   # one line per distinct IR / source text: {"digest", "stream", "deflate", "crc"}
                               # (format 2: see SnapshotPacker), {"digest", "text"} (format 1)
             report.html       # the run's report (render/)
+            launches/k1-1/    # data mode: launch 1 of kernel k1, its tensors (in-A.npy, out-C.npy, ...)
 
 ``trace.jsonl`` record types: ``run`` (first line), ``kernel``, ``pass``, ``pass_start``
 (replay), ``pass_open``, ``codegen``, ``device`` (device_model.py), ``kernel_end``, ``note``
@@ -48,10 +49,16 @@ MANIFEST = "trace.jsonl"
 SNAPSHOTS = "snapshots.jsonl"
 IR = "ir.jsonl"  # pass inputs as TVM's JSON, for reproducers and replay
 REPRO = "repro"  # a run's reproducers: one folder per failed pass
+LAUNCHES = "launches"  # data mode: a folder per launch (k1-1/), its tensors as .npy
 REPORT = "report.html"
 TRACER_FAULTS = "tracer-faults.txt"  # the tracebacks of the tracer's own faults, for a bug report
 EDITS = "edits"
 PYTEST_DIR = "pytest"  # under the trace root: `pytest --lower-trace` keeps a folder per test in it
+
+
+def launch_dir(run_dir: str, kernel_id: str, n: int) -> str:
+    """Where launch n of a kernel keeps its tensors: launches/k1-1."""
+    return os.path.join(run_dir, LAUNCHES, f"{kernel_id}-{n}")
 
 
 def script_dir_of(trace_dir: str, script: str) -> str:

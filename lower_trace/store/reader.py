@@ -24,7 +24,7 @@ from lower_trace.model import (
     RunInfo,
     Trace,
 )
-from lower_trace.model_json import codegen_from_json, launch_from_json, pass_from_json, run_from_json
+from lower_trace.model_json import codegen_from_json, launch_from_json, pass_from_json, rebuild_from_json, run_from_json
 from lower_trace.store.layout import FORMAT_VERSION, IR, MANIFEST, SNAPSHOTS, SnapshotUnpacker, TraceNotFound, find_run_dir, unpack_ir
 from lower_trace.text_safety import plural
 
@@ -163,7 +163,7 @@ def _add_record(kernels: dict[str, dict[str, Any]], notes: list[str], record: di
     if kind == "note":
         notes.append(str(record.get("text", "")))
         return
-    if kind not in ("kernel", "pass", "pass_start", "pass_open", "codegen", "device", "launch", "kernel_end"):
+    if kind not in ("kernel", "pass", "pass_start", "pass_open", "codegen", "device", "launch", "rebuild", "kernel_end"):
         return  # a record type a newer writer added: nothing this reader knows
     entry = kernels.get(kernel_id) or {"kernel_id": kernel_id, "name": kernel_id, "passes": [], "codegen": []}
     if kind == "kernel":
@@ -182,6 +182,8 @@ def _add_record(kernels: dict[str, dict[str, Any]], notes: list[str], record: di
         entry["device"] = (*entry.get("device", ()), device_from_json(record))
     elif kind == "launch":
         entry["launches"] = (*entry.get("launches", ()), launch_from_json(record))
+    elif kind == "rebuild":
+        entry["rebuild"] = rebuild_from_json(record)
     else:
         entry["status"] = KernelStatus(record.get("status", "ok"))
         entry["ms"] = float(record.get("ms", 0.0))

@@ -22,10 +22,14 @@ import sys
 import time
 import weakref
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from lower_trace.capture.sink import GetRun, TraceSink
+from lower_trace.integrations.adapters.kernel_rebuild import rebuild_of
+from lower_trace.integrations.adapters.launch_data import LaunchBudget, file_name, save_tensor
 from lower_trace.model import ErrorInfo, LaunchRecord, LaunchValue
+from lower_trace.store.layout import digest_of
 
 # Tensors larger than this are described without a digest (reading them costs ~1.3 ms a MiB).
 DIGEST_LIMIT = 256 << 20
@@ -43,6 +47,7 @@ class LaunchCapture:
         self._names: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()  # JITKernel -> its call's parameter names
         # Launches seen, per run and kernel id (a run's ids start at k1 again: a run per test, reset()).
         self._counts: weakref.WeakKeyDictionary[TraceSink, dict[str, int]] = weakref.WeakKeyDictionary()
+        self._data_left: weakref.WeakKeyDictionary[TraceSink, int] = weakref.WeakKeyDictionary()  # data mode: bytes a run may still keep
         self._originals: tuple[Any, Callable[..., Any]] | None = None
 
     def install(self) -> None:
@@ -72,8 +77,23 @@ class LaunchCapture:
         while frame is not None and frame.f_code is not compiling:
             frame = frame.f_back
         kernel = frame.f_locals.get("self") if frame is not None else None
-        if kernel is not None:
-            self._kernel_of[kernel] = (run, kernel_id)
+        if kernel is None or run.config.launches == "off":
+            return
+        self._kernel_of[kernel] = (run, kernel_id)
+        try:  # how the kernel can be built again (lower-trace repro --launch); the PrimFunc's JSON in data mode only
+            keep = self._keeper(run) if run.config.launches == "data" and run.launch_folder(kernel_id, 0) else None
+            run.record_rebuild(rebuild_of(kernel, frame, kernel_id, keep))
+        except Exception as exc:
+            run.tracer_fault(exc)
+
+    @staticmethod
+    def _keeper(run: TraceSink) -> Callable[[str], str]:
+        def keep(text: str) -> str:
+            digest = digest_of(text)
+            run.store_ir(digest, text)
+            return digest
+
+        return keep
 
     def _launch(self, call: Callable[..., Any], kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         run = self._get_run()
@@ -95,6 +115,10 @@ class LaunchCapture:
                 names = self._names[kernel] = parameter_names(kernel, len(args))
             before = tuple(describe(name, value) for name, value in zip(names, args, strict=True))
             site = self._call_site()
+            keeping = self._keeping(run, joined[1], number)
+            if keeping is not None:
+                before = tuple(keeping.keep("in", v, value) for v, value in zip(before, args, strict=True))
+                self._data_left[run] = keeping.budget.run_left
         except Exception as exc:
             run.tracer_fault(exc)
             return call(kernel, *args, **kwargs)
@@ -110,10 +134,22 @@ class LaunchCapture:
             after = tuple(describe(v.name, value) for v, value in zip(before, args, strict=True) if v.kind == "tensor")
             returned = result if isinstance(result, (list, tuple)) else [result]
             after += tuple(describe("return" if i == 0 else f"return.{i}", value) for i, value in enumerate(returned) if is_tensor(value))
+            if keeping is not None:
+                values = [value for value in args if is_tensor(value)] + [value for value in returned if is_tensor(value)]
+                after = tuple(keeping.keep("out", v, value, before) for v, value in zip(after, values, strict=True))
+                self._data_left[run] = keeping.budget.run_left
             self._record(run, LaunchRecord(joined[1], number, site, round(ms, 4), before, after))
         except Exception as exc:
             run.tracer_fault(exc)
         return result
+
+    def _keeping(self, run: TraceSink, kernel_id: str, number: int) -> _Keeping | None:
+        """Data mode: what keeps this launch's tensors; None in meta mode."""
+        if run.config.launches != "data":
+            return None
+        left = self._data_left.get(run)
+        budget = LaunchBudget(run.config.launch_cap, run.config.run_cap if left is None else left)
+        return _Keeping(run, run.launch_folder(kernel_id, number), budget)
 
     def _record(self, run: TraceSink, record: LaunchRecord) -> None:
         try:
@@ -133,6 +169,33 @@ class LaunchCapture:
                 return f"{os.path.abspath(file)}:{frame.f_lineno}"
             frame = frame.f_back
         return ""
+
+
+class _Keeping:
+    """One launch's tensors into its folder, as the budget allows; each record says where, or why not."""
+
+    def __init__(self, run: TraceSink, folder: str, budget: LaunchBudget) -> None:
+        self.run, self.folder, self.budget = run, folder, budget
+
+    def keep(self, when: str, value: LaunchValue, tensor: Any, before: tuple[LaunchValue, ...] = ()) -> LaunchValue:
+        if value.kind != "tensor":
+            return value
+        same = next((b for b in before if b.name == value.name and b.data and b.digest and b.digest == value.digest), None)
+        if same is not None:  # an input the call did not write: its file already
+            return replace(value, data=same.data)
+        if not self.folder:
+            return replace(value, note=_joined(value.note, "not kept: this run writes no trace (terminal mode)"))
+        size = tensor.numel() * tensor.element_size()
+        why = self.budget.why_not(size, self.run.config.run_cap)
+        if why:
+            return replace(value, note=_joined(value.note, why))
+        name = file_name(when, value.name)
+        self.budget.spend(save_tensor(self.folder, name, tensor))
+        return replace(value, data="/".join((*self.folder.replace(os.sep, "/").split("/")[-2:], name)))
+
+
+def _joined(first: str, second: str) -> str:
+    return f"{first}; {second}" if first else second
 
 
 def parameter_names(kernel: Any, count: int) -> list[str]:
