@@ -12,8 +12,8 @@ from lower_trace.text_safety import plural, printable_line
 
 def launches_text(kernels: list[KernelTrace], run_path: str = "") -> str:
     lines = [
-        f"the first launches of each kernel are kept (TL_LOWER_TRACE_LAUNCHES=meta:N or data:N, default {DEFAULT_LAUNCH_LIMIT}); digests are blake2b of the bytes;"
-        " 'kept': the tensor itself is in the trace (data)"
+        f"the first launches of each kernel are kept (TL_LOWER_TRACE_LAUNCHES=meta:N or data:N, default {DEFAULT_LAUNCH_LIMIT});"
+        " digests are blake2b of the bytes; 'kept': the tensor itself is in the trace (data)"
     ]
     for kernel in kernels:
         count = len(kernel.launches)

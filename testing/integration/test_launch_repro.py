@@ -136,7 +136,7 @@ def test_each_launch_rebuilt_runs_where_lower_trace_is_not_and_matches(traced_pr
 
 def test_an_edit_of_the_generated_source_changes_the_numbers_by_what_it_changed(traced_program, tmp_path):
     """alpha 2.5 -> 3.5 in the code that is compiled: every z grows by x, the first where x is not 0."""
-    _, run_dir, trace = traced_program
+    _, run_dir, _ = traced_program
     folder = tmp_path / "edited"
     assert cli("repro", run_dir, "--launch", "k1:1", "--rebuild", "generated", "-o", folder) == 0
     (source,) = folder.glob("generated-*.c")
@@ -165,7 +165,8 @@ def test_a_repro_under_another_tilelang_says_so_in_one_line(traced_program, tmp_
     refused = run_repro(folder)
     assert refused.returncode == 2
     assert refused.stdout.strip() == (
-        f"this is TileLang {tilelang.__version__}, the launch was recorded with 0.0.1: results may differ for that alone; rerun with --any-version to run anyway"
+        f"this is TileLang {tilelang.__version__}, the launch was recorded with 0.0.1: results may differ for that alone;"
+        " rerun with --any-version to run anyway"
     )
     assert run_repro(folder, "--any-version").returncode == 0
 
@@ -178,8 +179,11 @@ def test_what_cannot_be_written_is_one_line_and_writes_nothing(tmp_path, capsys)
         tilelang.compile(kernels.vector_add_c(), target="c", execution_backend="cython")(a, b, torch.empty(64))
     capsys.readouterr()
     cases = [
-        (meta.run_dir, "k1", "source", "k1 (vector_add) launch 1 kept no tensors (traced with TL_LOWER_TRACE_LAUNCHES=meta); trace again with TL_LOWER_TRACE_LAUNCHES=data to keep them"),
-        (data.run_dir, "k1", "source", "k1 (vector_add) launch 1 cannot be rebuilt from its source: it was compiled by tilelang.compile, not by calling a @tilelang.jit function; use --rebuild generated"),
+        (meta.run_dir, "k1", "source",
+         "k1 (vector_add) launch 1 kept no tensors (traced with TL_LOWER_TRACE_LAUNCHES=meta); trace again with TL_LOWER_TRACE_LAUNCHES=data to keep them"),
+        (data.run_dir, "k1", "source",
+         "k1 (vector_add) launch 1 cannot be rebuilt from its source: it was compiled by tilelang.compile, not by calling a @tilelang.jit function;"
+         " use --rebuild generated"),
         (data.run_dir, "k1:2", "generated", "kernel k1 (vector_add) has no launch 2 recorded (recorded: 1); `lower-trace show --launches` lists them"),
     ]
     for run_dir, launch, rebuild, said in cases:

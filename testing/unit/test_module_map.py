@@ -58,7 +58,9 @@ def test_the_module_map_names_every_module_in_its_folder():
 
 
 # Names of other projects (and of the report page's JS) the docs cite in `a.b` form: not ours to check.
-_THEIRS = {"tvm", "tl", "tilelang", "T", "tirx", "os", "sys", "tempfile", "ffi", "Pass", "PassContext", "Module", "Target", "el", "JITKernel", "JITImpl", "torch"}
+_THEIRS = {
+    "tvm", "tl", "tilelang", "T", "tirx", "os", "sys", "tempfile", "ffi", "Pass", "PassContext", "Module", "Target", "el", "JITKernel", "JITImpl", "torch",
+}
 
 
 def _our_names() -> tuple[dict[str, list[str]], dict[str, list[tuple[str, str]]]]:
