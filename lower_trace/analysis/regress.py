@@ -97,6 +97,17 @@ class SlowerPass:
 
 
 @dataclass(frozen=True)
+class LaunchResult:
+    """regress --run: one base launch's outputs against head's for the same inputs (regress/results.py)."""
+
+    n: int  # the base launch
+    how: str  # "head's launch 1, the same inputs" or "base's inputs on head's build"
+    outputs: tuple[tuple[str, str], ...] = ()  # (output, what was found: "identical (bitwise)", "differs at [3]: ...")
+    differs: bool = False
+    problem: str = ""  # it could not be compared: why
+
+
+@dataclass(frozen=True)
 class KernelVerdict:
     key: KernelKey
     verdict: Verdict
@@ -111,6 +122,7 @@ class KernelVerdict:
     variation: KnownVariation | None = None  # VARIES: the run-to-run variation measured before that explains it
     equated: tuple[AliasGroup, ...] = ()  # EQUIVALENT: the names equated, each group one object
     cause: RegressCause | None = None  # the code differs: which passes wrote the differing lines (regress_cause.py)
+    results: tuple[LaunchResult, ...] = ()  # regress --run: each base launch's outputs on head
 
     @property
     def severity(self) -> int:

@@ -11,6 +11,7 @@ class Verdict(str, enum.Enum):
     """What became of one kernel from base to head. Declared most severe first: the views sort by
     this order and the gate reads it."""
 
+    RESULTS_DIFFER = "results differ"  # regress --run: a launch's outputs on head are not base's (the same inputs)
     BROKEN = "compile broken"  # compiles on base, fails on head
     DIED_HEAD = "died on head"  # head's process stopped during this compile: nothing to compare
     DIED_BASE = "died on base"
@@ -20,6 +21,7 @@ class Verdict(str, enum.Enum):
     REGISTERS_UP = "registers up"
     DIFFERS = "code differs"  # the device code (or, without one, the only code) differs
     HOST_DIFFERS = "host code differs"  # the device code is the same, the host side's is not
+    RESULTS_SAME = "code differs, results identical"  # regress --run: the code differs, every launch compared gives base's outputs
     FIXED = "fixed on head"  # fails on base, compiles on head
     BOTH_FAIL = "fails on both"
     VARIES = "varies run to run"  # differs as it differs between two runs of one side (TileLang's own variation)
@@ -43,13 +45,14 @@ DEVICE_VERDICTS = (Verdict.SPILLS_UP, Verdict.OCCUPANCY_DOWN, Verdict.REGISTERS_
 
 # --fail-on's words, and the verdicts each stands for.
 GATES: dict[str, tuple[Verdict, ...]] = {
+    "results": (Verdict.RESULTS_DIFFER,),
     "broken": (Verdict.BROKEN,),
     "died": (Verdict.DIED_HEAD, Verdict.DIED_BASE),
     "missing": (Verdict.MISSING,),
     "spills": (Verdict.SPILLS_UP,),
     "occupancy": (Verdict.OCCUPANCY_DOWN,),
     "registers": (Verdict.REGISTERS_UP,),
-    "code": (Verdict.DIFFERS, Verdict.HOST_DIFFERS, Verdict.FIXED, Verdict.BOTH_FAIL),
+    "code": (Verdict.DIFFERS, Verdict.HOST_DIFFERS, Verdict.RESULTS_SAME, Verdict.FIXED, Verdict.BOTH_FAIL),
     "varies": (Verdict.VARIES,),
     "equivalent": (Verdict.EQUIVALENT,),
     "renamed": (Verdict.RENAMED,),

@@ -21,7 +21,9 @@ def cmd_regress(args: argparse.Namespace) -> int:
     configs -- and compare every kernel: which compile to other code, at which pass the two part,
     what it did to registers, spills, occupancy and compile time. Exit status 0 when every kernel
     is identical (with --up-to-renaming, also the same up to renaming), 1 when any is not (or, with
-    --fail-on, any verdict it names), 2 for a usage error. A corpus that fails on a side is said
+    --fail-on, any verdict it names), 2 for a usage error. With --run, the results too: each kernel's
+    launches (kept with their tensors) checked on head -- "results differ" above "code differs", "code
+    differs, results identical" its own verdict. A corpus that fails on a side is said
     (its exit status and log tail) and what compiled is compared all the same; only a run where no
     kernel was traced on either side is an error. With --repeat, one side is run twice (base/ and
     head/): what differs then is TileLang's own run-to-run variation, written to variation.json for
@@ -36,7 +38,8 @@ def cmd_regress(args: argparse.Namespace) -> int:
         regex(pattern, "--ignore")
     try:
         base_dir, head_dir, out, sides, failed = (*_stored_sides(args), []) if args.compare else _run_sides(args)
-        judged = judge((base_dir, head_dir), sides, failed, out, ignore=args.ignore, known=known, repeat=args.repeat)
+        results_python = (sides[1].get("python") or sys.executable) if args.run else ""
+        judged = judge((base_dir, head_dir), sides, failed, out, ignore=args.ignore, known=known, repeat=args.repeat, results_python=results_python)
     except SideError as exc:
         raise UsageError(str(exc)) from None
     for line in failed:  # said, not fatal: what compiled is compared, and --fail-on decides
@@ -136,7 +139,7 @@ def _run_sides(args: argparse.Namespace) -> tuple[str, str, str, list[dict[str, 
     out = _output_folder(args)
     for spec, interpreter in zip(specs, interpreters, strict=True):
         print(f"{_starting_line(spec, interpreter, args.repeat)} ...", file=sys.stderr, flush=True)
-    runs = run_sides(command, specs, interpreters, out, os.getcwd(), args.timeout)
+    runs = run_sides(command, specs, interpreters, out, os.getcwd(), args.timeout, "data" if args.run else "")
     sides = [side_record(spec, interpreter, run, args.repeat) for spec, interpreter, run in zip(specs, interpreters, runs, strict=True)]
     return runs[0].folder, runs[1].folder, out, sides, [failure_line(run) for run in runs if run.returncode != 0]
 
@@ -176,6 +179,11 @@ def add_parser(sub: Any) -> None:
     )  # fmt: skip
     regress.add_argument(
         "--repeat", action="store_true", help="run one side (--base, --base-config) twice, into base/ and head/: TileLang's run-to-run variation"
+    )
+    regress.add_argument(
+        "--run", action="store_true",
+        help="compare results too: the sides keep their launches' tensors (TL_LOWER_TRACE_LAUNCHES=data), each base launch is checked on head "
+        "(head's launch on the same inputs, else base's inputs replayed on head's build): 'results differ' ranks above 'code differs'",
     )
     regress.add_argument("--dir", help="where the sides' traces and the result go (default: a new folder in <TL_LOWER_TRACE_DIR>/regress)")
     regress.add_argument("--up-to-renaming", action="store_true", help="kernels that differ only in names pass the gate")

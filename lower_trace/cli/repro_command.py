@@ -98,7 +98,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
 def _repro_launch(trace: Trace, args: argparse.Namespace) -> int:
     """repro --launch KERNEL[:N]: the launch as a folder whose run.py rebuilds the kernel, calls it on the
     recorded inputs and compares with the recorded outputs."""
-    from lower_trace.rerun import launch_repro
+    from lower_trace.integrations.reruns import launch_repro
 
     if args.pass_ is not None or args.from_ is not None or args.kernel is not None:
         raise UsageError("--launch names its kernel itself (KERNEL[:N]); leave out -k, -p and --from")

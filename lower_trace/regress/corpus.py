@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lower_trace.config import ENV_CONFIGS, ENV_DIR, ENV_MODE, pytest_addopts
+from lower_trace.config import ENV_CONFIGS, ENV_DIR, ENV_LAUNCHES, ENV_MODE, pytest_addopts
 from lower_trace.regress.sides import Interpreter, SideError
 
 LOG = "command.log"
@@ -42,7 +42,7 @@ def is_pytest(command: Sequence[str]) -> bool:
     return first in _PYTEST or (first.startswith("python") and list(command[1:3]) == ["-m", "pytest"])
 
 
-def side_env(interpreter: Interpreter, folder: str, pytest_corpus: bool) -> dict[str, str]:
+def side_env(interpreter: Interpreter, folder: str, pytest_corpus: bool, launches: str = "") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE") and k != "PYTEST_ADDOPTS"}
     bin_dir = os.path.dirname(interpreter.python)
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
@@ -52,6 +52,8 @@ def side_env(interpreter: Interpreter, folder: str, pytest_corpus: bool) -> dict
     env["TILELANG_DISABLE_CACHE"] = "1"  # a cached kernel runs no pass: nothing to compare
     if interpreter.configs:
         env[ENV_CONFIGS] = json.dumps(interpreter.configs, sort_keys=True)
+    if launches:  # regress --run: launches kept with their tensors, to compare results
+        env[ENV_LAUNCHES] = launches
     if pytest_corpus:
         addopts = pytest_addopts()
         plugin = "" if interpreter.plugin else "-p lower_trace.pytest_plugin "
@@ -62,11 +64,13 @@ def side_env(interpreter: Interpreter, folder: str, pytest_corpus: bool) -> dict
     return env
 
 
-def run_side(label: str, command: Sequence[str], interpreter: Interpreter, folder: str, workdir: str, timeout: float | None = None) -> SideRun:
+def run_side(
+    label: str, command: Sequence[str], interpreter: Interpreter, folder: str, workdir: str, timeout: float | None = None, launches: str = "",
+) -> SideRun:
     """Run the corpus for one side into folder (which must not hold traces yet)."""
     os.makedirs(folder, exist_ok=True)
     log = os.path.join(folder, LOG)
-    env = side_env(interpreter, folder, is_pytest(command))
+    env = side_env(interpreter, folder, is_pytest(command), launches)
     argv = list(command)
     if argv and argv[0] in ("python", "python3"):
         argv[0] = interpreter.python  # the side's, whatever PATH the shell had

@@ -75,11 +75,12 @@ class Judged:
 
 def judge(
     folders: tuple[str, str], sides: list[dict[str, Any]], failed: Sequence[str], out: str,
-    ignore: Sequence[str] = (), known: Sequence[KnownVariation] = (), repeat: bool = False,
+    ignore: Sequence[str] = (), known: Sequence[KnownVariation] = (), repeat: bool = False, results_python: str = "",
 ) -> Judged:
     """The two sides' folders loaded and every kernel compared (analysis/regress.py); with repeat,
     what differs is run-to-run variation, written to out's variation.json. sides are as regress.json
-    stores them (each gets its summary line); failed, a line for each side whose corpus failed.
+    stores them (each gets its summary line); failed, a line for each side whose corpus failed;
+    results_python: check each base launch on head, replays run by that interpreter (regress --run).
     SideError when no kernel was traced on either side."""
     from lower_trace.analysis.regress import regress, side_end
 
@@ -89,6 +90,11 @@ def judge(
     verdicts = regress(base, head, ignore=ignore, ends=ends, known=known)
     if repeat:  # one side twice: whatever differs varies on its own
         verdicts = _varied(verdicts, out, lines)
+    if results_python:
+        from lower_trace.regress.results import with_results
+
+        verdicts, said = with_results(verdicts, results_python, out)
+        lines.extend(said)
     died = _died(sides, ends)
     lines.extend(f"{what}: the side died, which fails the gate" for what in died)
     for side, line in zip(sides, lines, strict=False):  # the summary page says of the sides what the terminal says

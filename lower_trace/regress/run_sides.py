@@ -48,10 +48,12 @@ def probe_sides(specs: list[SideSpec]) -> list[Interpreter]:
     return both([lambda spec=spec: probe(spec, f"--{spec.label}") for spec in specs])
 
 
-def run_sides(command: list[str], specs: list[SideSpec], interpreters: list[Interpreter], out: str, workdir: str, timeout: float | None) -> list[SideRun]:
+def run_sides(
+    command: list[str], specs: list[SideSpec], interpreters: list[Interpreter], out: str, workdir: str, timeout: float | None, launches: str = "",
+) -> list[SideRun]:
     """The corpus run on each side into out/<label>. A corpus that spreads itself over the cores
     (pytest -n) runs one side after the other; any other runs both sides at once, one core each."""
-    jobs = [lambda spec=spec, interpreter=interpreter: run_side(spec.label, command, interpreter, os.path.join(out, spec.label), workdir, timeout)
+    jobs = [lambda spec=spec, interpreter=interpreter: run_side(spec.label, command, interpreter, os.path.join(out, spec.label), workdir, timeout, launches)
             for spec, interpreter in zip(specs, interpreters, strict=True)]  # fmt: skip
     return [job() for job in jobs] if uses_workers(command) else both(jobs)
 

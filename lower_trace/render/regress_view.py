@@ -23,6 +23,7 @@ def _pass(record: PassRecord | None) -> str:
 def evidence(verdict: KernelVerdict) -> list[str]:
     """The facts behind a verdict, each a short phrase, the most telling first."""
     out: list[str] = [verdict.stopped] if verdict.stopped else []
+    out.extend(results_evidence(verdict))
     out.extend(f"equated {group.describe()}: one object under two names" for group in verdict.equated)
     out.extend(_variation(verdict))
     out.extend(_device(verdict))
@@ -39,6 +40,23 @@ def evidence(verdict: KernelVerdict) -> list[str]:
         out.extend(_changed_on_one_side(result))
     elif result is not None and result.renamed:
         out.append(f"renamed: {renaming_text(result.renamed, limit=3)}")
+    return out
+
+
+def results_evidence(verdict: KernelVerdict) -> list[str]:
+    """regress --run: the first differing output of each launch that differs; else what was checked."""
+    if not verdict.results:
+        return []
+    out = []
+    for result in verdict.results:
+        if result.differs:
+            name, line = next((o for o in result.outputs if o[1].startswith(("differs", "head's call"))), ("?", "differs"))
+            out.append(f"launch {result.n} ({result.how}): {name} {line.replace(' then,', ' base,').replace(' now;', ' head;')}")
+    problems = [r for r in verdict.results if r.problem]
+    out.extend(f"launch {r.n} not compared: {r.problem}" for r in problems[:2])
+    same = [r for r in verdict.results if not r.differs and not r.problem]
+    if same and not out:
+        out.append(f"{'its launch gives' if len(same) == 1 else f'its {len(same)} launches give'} base's outputs ({same[0].how})")
     return out
 
 
@@ -227,6 +245,11 @@ def as_json(verdict: KernelVerdict, page: str = "") -> dict[str, Any]:
     if verdict.variation is not None:
         out["variation"] = {"first_pass": verdict.variation.first_pass, "versions": len(verdict.variation.sources)}
     out["cause"] = cause_json(verdict.cause, result)
+    if verdict.results:
+        out["results"] = [
+            {"launch": r.n, "how": r.how, "differs": r.differs, "outputs": dict(r.outputs), **({"problem": r.problem} if r.problem else {})}
+            for r in verdict.results
+        ]
     out["compare_page"] = page
     return out
 

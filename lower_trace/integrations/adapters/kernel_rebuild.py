@@ -2,7 +2,7 @@
 its compile ends (launches.py's join): TileLang's compile arguments off the JITKernel, the
 ``@tilelang.jit`` factory call off the stack (the ``JITImpl.compile`` frame: which function, of which
 file, called with what), and in data mode the PrimFunc handed to lowering as TVM JSON. What
-``lower-trace repro --launch`` writes its scripts from (rerun/launch_repro.py).
+``lower-trace repro --launch`` writes its scripts from (integrations/reruns/launch_repro.py).
 
 A factory argument is kept as Python source text that evaluates to it (numbers, strings, None, tuples and
 lists of them, TileLang and torch dtypes); one that has none leaves the factory out and says why.

@@ -36,7 +36,26 @@ def main(argv=None):
     parser.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: bitwise equality)")
     parser.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: bitwise equality)")
     parser.add_argument("--any-version", action="store_true", help="run under another TileLang than the recorded one")
+    parser.add_argument("--json", metavar="PATH", help="also write what it found to PATH as JSON (exit, a line per output, the last line)")
     args = parser.parse_args(argv)
+    report = {"outputs": {}, "said": ""}
+    code = run(args, report)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(dict(report, exit=code), handle)
+    return code
+
+
+def say(report, line, output=None):
+    """Print a line; the report keeps it (an output's under its name, else as the last thing said)."""
+    print(f"  {output}: {line}" if output else line)
+    if output:
+        report["outputs"][output] = line
+    else:
+        report["said"] = line
+
+
+def run(args, report):
     with open(os.path.join(HERE, "launch.json"), encoding="utf-8") as handle:
         spec = json.load(handle)
     os.environ["TILELANG_DISABLE_CACHE"] = "1"  # a cached kernel would skip the build this checks
@@ -45,13 +64,11 @@ def main(argv=None):
 
     recorded = spec["versions"].get("tilelang", "")
     if recorded and tilelang.__version__ != recorded and not args.any_version:
-        print(
-            f"this is TileLang {tilelang.__version__}, the launch was recorded with {recorded}: results may differ for that alone;"
-            " rerun with --any-version to run anyway"
-        )
+        say(report, f"this is TileLang {tilelang.__version__}, the launch was recorded with {recorded}: results may differ for that alone;"
+            " rerun with --any-version to run anyway")
         return 2
     print(f"{spec['title']}: rebuilding from {spec['rebuild']} ...")
-    kernel = build_from_source(spec) if spec["rebuild"] == "source" else build_from_generated(spec)
+    kernel = build_from_source(spec, report) if spec["rebuild"] == "source" else build_from_generated(spec, report)
     if kernel is None:
         return 2
     arguments = [load(v, torch) if v["kind"] == "tensor" else v["value"] for v in spec["args"]]
@@ -62,12 +79,12 @@ def main(argv=None):
         now_error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
         if error:
             same = type(exc).__name__ == error.split(":")[0]
-            print(f"the call raised {now_error}; when traced it raised {error}: {'the same error' if same else 'another error'}")
+            say(report, f"the call raised {now_error}; when traced it raised {error}: {'the same error' if same else 'another error'}")
             return 0 if same else 1
-        print(f"the call raised {now_error}; when traced it returned")
+        say(report, f"the call raised {now_error}; when traced it returned")
         return 1
     if error:
-        print(f"the call returned; when traced it raised {error}")
+        say(report, f"the call returned; when traced it raised {error}")
         return 1
     returned = list(result) if isinstance(result, (list, tuple)) else [result]
     now = {v["name"]: a for v, a in zip(spec["args"], arguments, strict=True) if v["kind"] == "tensor"}
@@ -78,21 +95,21 @@ def main(argv=None):
     for expected in spec["expected"]:
         name = expected["name"]
         if name not in now:
-            print(f"  {name}: the call now gives no such output")
+            say(report, "the call now gives no such output", name)
             differ += 1
         elif not expected.get("file"):
             same = digest(now[name], torch) == expected["digest"]
-            print(f"  {name}: {'identical' if same else 'differs'} (by digest only: {expected.get('note') or 'its data was not kept'})")
+            say(report, f"{'identical' if same else 'differs'} (by digest only: {expected.get('note') or 'its data was not kept'})", name)
             differ += not same
         else:
             line = compare(name, load(expected, torch), now[name], torch, args.atol, args.rtol)
-            print(f"  {name}: {line}")
+            say(report, line, name)
             differ += not line.startswith(("identical", "matches"))
-    print(f"{'results differ' if differ else 'results match'} ({rule}): {differ} of {len(spec['expected'])} outputs differ")
+    say(report, f"{'results differ' if differ else 'results match'} ({rule}): {differ} of {len(spec['expected'])} outputs differ")
     return 1 if differ else 0
 
 
-def build_from_source(spec):
+def build_from_source(spec, report):
     """Import kernel_source.py and call its @tilelang.jit function as the program did."""
     import tilelang.language as T
     import torch
@@ -104,7 +121,7 @@ def build_from_source(spec):
     try:
         module = __import__("kernel_source")
     except Exception as exc:
-        print(f"kernel_source.py (a copy of {factory['file']}) does not import here: {type(exc).__name__}: {exc}")
+        say(report, f"kernel_source.py (a copy of {factory['file']}) does not import here: {type(exc).__name__}: {exc}")
         return None
     names = {"T": T, "torch": torch, "float": float, "__builtins__": {}}
     args = [eval(text, names) for text in factory["args"]]
@@ -112,7 +129,7 @@ def build_from_source(spec):
     return getattr(module, factory["name"])(*args, **kwargs)
 
 
-def build_from_generated(spec):
+def build_from_generated(spec, report):
     """tilelang.compile on the recorded PrimFunc; each codegen call's source replaced by the recorded one:
     CUDA's and HIP's inside TileLang's post-processing hook (before nvcc sees it), C's there too or, where
     TileLang has no hook for it, as the source module the codegen call returns."""
@@ -159,10 +176,8 @@ def build_from_generated(spec):
         instrumentation.unregister_pass_instrumentation_tool("launch-repro")
     missing = [f"{e['function']} ({e['file']})" for e in recorded if not e.get("handed")]
     if missing:
-        print(
-            f"TileLang did not build the kernel through the codegen calls recorded: {', '.join(missing)} not handed to the compiler;"
-            " the kernel would not be the recorded code"
-        )
+        say(report, f"TileLang did not build the kernel through the codegen calls recorded: {', '.join(missing)} not handed to the compiler;"
+            " the kernel would not be the recorded code")
         return None
     return kernel
 

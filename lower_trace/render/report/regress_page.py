@@ -20,7 +20,7 @@ from lower_trace.store.files import write_atomically
 
 # How each verdict is coloured: a side got worse, a change for the better or a new kernel, nothing
 # changed; any other verdict (the code differs) is a warning.
-BAD = (Verdict.BROKEN, Verdict.DIED_HEAD, Verdict.DIED_BASE, Verdict.MISSING, Verdict.BOTH_FAIL, *DEVICE_VERDICTS)
+BAD = (Verdict.RESULTS_DIFFER, Verdict.BROKEN, Verdict.DIED_HEAD, Verdict.DIED_BASE, Verdict.MISSING, Verdict.BOTH_FAIL, *DEVICE_VERDICTS)
 INFO = (Verdict.FIXED, Verdict.RENAMED, Verdict.NEW, Verdict.VARIES, Verdict.EQUIVALENT)
 SPILLS = ("spill_stores", "spill_loads")
 CAUSES_SHOWN = 3  # the writers of differing lines a row lists (the comparison page has them all)

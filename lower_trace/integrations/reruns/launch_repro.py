@@ -46,8 +46,10 @@ def pick_launch(kernel: KernelTrace, number: int) -> LaunchRecord:
     return found
 
 
-def write(trace: Trace, kernel: KernelTrace, launch: LaunchRecord, rebuild: str, folder: str) -> LaunchRepro:
-    """The repro folder of one launch (created; files of an earlier repro there replaced)."""
+def write(trace: Trace, kernel: KernelTrace, launch: LaunchRecord, rebuild: str, folder: str, data_from: Trace | None = None) -> LaunchRepro:
+    """The repro folder of one launch (created; files of an earlier repro there replaced). data_from: the
+    trace whose folder holds the launch's tensors, when it is not the kernel's (regress replays a base
+    launch on the head side's kernel)."""
     what = f"{kernel.kernel_id} ({kernel.name}) launch {launch.n}"
     tensors = [v for v in launch.args if v.kind == "tensor"]
     if tensors and not any(v.data for v in tensors):
@@ -76,7 +78,7 @@ def write(trace: Trace, kernel: KernelTrace, launch: LaunchRecord, rebuild: str,
         "args": inputs, "expected": expected,
         "error": f"{launch.error.type}: {launch.error.message.strip().splitlines()[0] if launch.error.message.strip() else ''}" if launch.error else "",
     })
-    _write_folder(trace, folder, spec, files, [*launch.args, *(launch.after if launch.error is None else ())])
+    _write_folder(data_from or trace, folder, spec, files, [*launch.args, *(launch.after if launch.error is None else ())])
     return LaunchRepro(folder, os.path.join(folder, SCRIPT), rebuild, len(expected), sum(1 for e in expected if not e["file"]))
 
 
