@@ -38,11 +38,12 @@ def harmless(func, mod, ctx):
     return func.with_body(tvm.tirx.stmt_functor.ir_transform(func.body, None, change))
 
 
-def inject_both(name):
-    """buggy and harmless, both right after TileLang's pass `name`."""
+def inject_both(name, which=("buggy", "harmless")):
+    """buggy and harmless (or those of them `which` names), right after TileLang's pass `name`."""
     real = getattr(tilelang.transform, name)
+    chosen = [p for p, label in ((buggy, "buggy"), (harmless, "harmless")) if label in which]
 
     def wrapped(*args, **kwargs):
-        return tvm.transform.Sequential([real(*args, **kwargs), buggy, harmless], name="tl." + name)
+        return tvm.transform.Sequential([real(*args, **kwargs), *chosen], name="tl." + name)
 
     setattr(tilelang.transform, name, wrapped)
