@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("tilelang")
 torch = pytest.importorskip("torch")
 
-from support import TESTING, lower_trace_cli, pythonpath
+from support import TESTING, lower_trace_cli, pythonpath  # noqa: E402
 
 CORPUS = f"""
 import os, sys
