@@ -23,13 +23,18 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     from lower_trace.render import bisect_view
     from lower_trace.rerun.bisection import CannotRun
 
-    command = _check_command(args)
-    if args.versions is not None:  # which release, not which pass: cli/bisect_versions.py
-        from lower_trace.cli.bisect_versions import cmd_bisect_versions
+    if args.launch is not None:
+        workdir = _workdir(args)
+        command = _launch_command(args, workdir)
+    else:
+        command = _check_command(args)
+        if args.versions is not None:  # which release, not which pass: cli/bisect_versions.py
+            from lower_trace.cli.bisect_versions import cmd_bisect_versions
 
-        return cmd_bisect_versions(args, command)
+            return cmd_bisect_versions(args, command)
+        workdir = _workdir(args)
     _check_pass_options(args)
-    workdir, bisector = _bisector(args, command)
+    bisector = _bisector(args, command, workdir)
     bisect_view.write_start(sys.stdout, command, workdir)
     started = time.monotonic()
     try:
@@ -44,11 +49,32 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     return _write_answer(args, bisector, answer, workdir, started)
 
 
+def _workdir(args: argparse.Namespace) -> str:
+    """--work, or a new folder in <trace dir>/bisect."""
+    from lower_trace.config import default_trace_dir
+    from lower_trace.store.layout import new_run_dir
+
+    return args.work or new_run_dir(os.path.join(default_trace_dir(), "bisect"))
+
+
+def _launch_command(args: argparse.Namespace, workdir: str) -> list[str]:
+    """--launch: the check is the recorded launch against a reference (cli/bisect_launch.py)."""
+    from lower_trace.cli.bisect_launch import launch_check
+
+    if after_dashes(args.command):
+        raise UsageError("--launch is the check (the launch against its reference): leave out the command after --")
+    if args.versions is not None or args.configs is not None:
+        raise UsageError("--launch bisects passes: leave out --versions and --configs")
+    return launch_check(args, workdir)
+
+
 def _check_command(args: argparse.Namespace) -> list[str]:
     """The check, given after --; --venvs only with --versions."""
     command = after_dashes(args.command)
     if not command:
         raise UsageError("give the check to run after --, e.g. lower-trace bisect -- python check.py (exit 0 = good)")
+    if args.reference_config or args.reference_python or args.atol is not None or args.rtol is not None:
+        raise UsageError("--reference-config, --reference-python, --atol and --rtol go with --launch RUN:KERNEL[:N]")
     if args.venvs and args.versions is None:
         raise UsageError("--venvs is the venv cache of --versions: give the releases too, e.g. --versions 0.1.13 0.1.15")
     return command
@@ -61,15 +87,12 @@ def _check_pass_options(args: argparse.Namespace) -> None:
         regex(args.kernel, "--kernel")
 
 
-def _bisector(args: argparse.Namespace, command: list[str]) -> tuple[str, Bisector]:
-    """The runs' folder as given (--work, or a new one in <trace dir>/bisect) and the search over it."""
-    from lower_trace.config import default_trace_dir
+def _bisector(args: argparse.Namespace, command: list[str], workdir: str) -> Bisector:
+    """The search over the runs' folder."""
     from lower_trace.rerun.bisection import Bisector, python_command, required_passes
-    from lower_trace.store.layout import new_run_dir
 
-    workdir = args.work or new_run_dir(os.path.join(default_trace_dir(), "bisect"))
     required = required_passes(not args.no_known_required, args.required)
-    return workdir, Bisector(python_command(command), workdir, kernel=args.kernel or "", required=required, timeout=args.timeout, say=_say_flushed)
+    return Bisector(python_command(command), workdir, kernel=args.kernel or "", required=required, timeout=args.timeout, say=_say_flushed)
 
 
 def _write_answer(args: argparse.Namespace, bisector: Bisector, answer: BisectAnswer, workdir: str, started: float) -> int:
@@ -124,6 +147,17 @@ def add_parser(sub: Any) -> None:
         help="instead of bisecting passes, find the first TileLang release (of these, sorted as release numbers) that makes the check fail; "
         "the last good and first bad are compared as regress compares two sides (summary page in --work)",
     )  # fmt: skip
+    bis.add_argument(
+        "--launch", metavar="RUN:KERNEL[:N]",
+        help="the check is a recorded launch (traced with TL_LOWER_TRACE_LAUNCHES=data): rebuilt from its PrimFunc by this TileLang, "
+        "its outputs compared with the recorded ones (or the reference's); no script to write",
+    )
+    bis.add_argument(
+        "--reference-config", action="append", default=[], metavar="KEY=VALUE", help="with --launch: the reference is the launch built with this pass config"
+    )
+    bis.add_argument("--reference-python", metavar="PYTHON", help="with --launch: the reference is the launch built by this interpreter (another TileLang)")
+    bis.add_argument("--atol", type=float, help="with --launch: outputs match within this absolute tolerance (default: bitwise)")
+    bis.add_argument("--rtol", type=float, help="with --launch: ... and this relative tolerance")
     bis.add_argument(
         "--venvs", metavar="DIR", help="with --versions: the venv cache, one tilelang-VERSION venv per release (default ~/.cache/lower-trace/venvs)"
     )

@@ -77,6 +77,17 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 _python_showwarning = warnings.showwarning
 
 
+def _no_tracing_of_its_own() -> None:
+    """A TL_LOWER_TRACE left exported switches tracing on in this very process (the startup hook): a command
+    that reads traces compiles nothing of the user's, so that run is closed unsaid (no "no kernel was
+    compiled" line after every command). Tracing the API started (a notebook, a test) is left alone."""
+    from lower_trace import api
+
+    run = api.current_run()
+    if run is not None and run.config.origin == "env":
+        api.disable()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
@@ -86,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.func is run_script.cmd_run:
             return run_script.cmd_run(args)  # the user's program: its warnings (and exceptions) are its own
+        _no_tracing_of_its_own()
         with warnings.catch_warnings():
             warnings.simplefilter("always", TraceDamaged)
             warnings.showwarning = _show_warning

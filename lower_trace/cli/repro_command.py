@@ -263,8 +263,9 @@ def add_parsers(sub: Any) -> None:
         " (traced with TL_LOWER_TRACE_LAUNCHES=data)",
     )
     rep.add_argument(
-        "--rebuild", choices=("source", "generated"),
-        help="with --launch: from the kernel's Python source (default), or from the exact generated source that ran",
+        "--rebuild", choices=("source", "generated", "tir"),
+        help="with --launch: from the kernel's Python source (default), from the exact generated source that ran, "
+        "or from the PrimFunc handed to lowering through this TileLang's pipeline (tir)",
     )
     rep.set_defaults(func=cmd_repro)
 

@@ -22,7 +22,8 @@ def launches_text(kernels: list[KernelTrace], run_path: str = "") -> str:
         for launch in kernel.launches:
             lines.extend(_launch_lines(launch))
             if run_path and reproducible(launch):
-                lines.append(f"      repro: {repro_command(run_path, kernel.kernel_id, launch.n)}")
+                from_source = kernel.rebuild is not None and bool(kernel.rebuild.factory)
+                lines.append(f"      repro: {repro_command(run_path, kernel.kernel_id, launch.n, from_source)}")
     return "\n".join(lines)
 
 
@@ -32,8 +33,10 @@ def reproducible(launch: LaunchRecord) -> bool:
     return bool(tensors) and all(v.data for v in tensors)
 
 
-def repro_command(run_path: str, kernel_id: str, n: int) -> str:
-    return f"lower-trace repro {shlex.quote(run_path)} --launch {kernel_id}:{n} -o repro-{kernel_id}-{n}"
+def repro_command(run_path: str, kernel_id: str, n: int, from_source: bool = True) -> str:
+    """The command that writes the launch's repro: from its source where a @tilelang.jit call made it, else its generated code."""
+    rebuild = "" if from_source else " --rebuild generated"
+    return f"lower-trace repro {shlex.quote(run_path)} --launch {kernel_id}:{n}{rebuild} -o repro-{kernel_id}-{n}"
 
 
 def _launch_lines(launch: LaunchRecord) -> list[str]:

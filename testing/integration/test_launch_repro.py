@@ -21,8 +21,8 @@ import kernels  # noqa: E402
 import lower_trace  # noqa: E402
 from lower_trace.cli.main import main  # noqa: E402
 
-# The user's program: a @tilelang.jit factory at two sizes, one at a 2-D int32 shape, and a kernel built by
-# tilelang.compile (no factory to call again).
+# The user's program: a @tilelang.jit factory at two sizes, one at a 2-D int32 shape, an eager-style function
+# (its output a T.empty: no factory call to repeat, rebuilt from its generated code only).
 PROGRAM = """
 import torch
 import tilelang
@@ -52,6 +52,17 @@ def transpose(M, N):
     return main
 
 
+@tilelang.jit(target="c", execution_backend="cython")
+def negate(X, dtype: T.dtype = T.float32):  # eager style: called with its tensors, its output a T.empty
+    N = T.const("N")
+    X: T.Tensor((N,), dtype)
+    Y = T.empty((N,), dtype)
+    with T.Kernel(1) as _:
+        for i in T.serial(N):
+            Y[i] = -X[i]
+    return Y
+
+
 if __name__ == "__main__":
     torch.manual_seed(0)
     for n in (16, 40):
@@ -61,6 +72,8 @@ if __name__ == "__main__":
     b = torch.zeros(4, 3, dtype=torch.int32)
     transpose(3, 4)(a, b)
     assert torch.equal(b, a.T * 3 - 1)
+    x = torch.randn(8)
+    assert torch.equal(negate(x), -x)
 """
 
 
@@ -98,8 +111,8 @@ def traced_program(tmp_path_factory):
 
 def test_data_mode_keeps_each_tensor_as_the_call_had_it(traced_program):
     _, run_dir, trace = traced_program
-    assert [(k.name, len(k.launches)) for k in trace.kernels] == [("main", 1)] * 3
-    small, _, square = trace.kernels
+    assert [(k.name, len(k.launches)) for k in trace.kernels] == [("main", 1)] * 3 + [("negate", 1)]
+    small, _, square, _ = trace.kernels
     (launch,) = small.launches
     x, y = (torch.from_numpy(numpy.load(run_dir / v.data, allow_pickle=False)) for v in launch.args)
     returned = next(v for v in launch.after if v.name == "return")
@@ -113,7 +126,8 @@ def test_data_mode_keeps_each_tensor_as_the_call_had_it(traced_program):
 
 def test_the_rebuild_facts_name_the_factory_call(traced_program):
     root, _, trace = traced_program
-    factories = [k.rebuild.factory for k in trace.kernels]
+    factories = [k.rebuild.factory for k in trace.kernels[:3]]
+    assert trace.kernels[3].rebuild.factory == {} and "eager" in trace.kernels[3].rebuild.factory_note
     assert [(f["name"], f["args"], f["file"]) for f in factories] == [
         ("axpy", ["16", "2.5"], str(root / "my_kernels.py")), ("axpy", ["40", "2.5"], str(root / "my_kernels.py")),
         ("transpose", ["3", "4"], str(root / "my_kernels.py")),
@@ -125,7 +139,7 @@ def test_the_rebuild_facts_name_the_factory_call(traced_program):
 @pytest.mark.parametrize("rebuild", ["source", "generated"])
 def test_each_launch_rebuilt_runs_where_lower_trace_is_not_and_matches(traced_program, tmp_path, rebuild):
     _, run_dir, trace = traced_program
-    for kernel in trace.kernels:
+    for kernel in trace.kernels if rebuild == "generated" else trace.kernels[:3]:
         folder = tmp_path / f"{kernel.kernel_id}-{rebuild}"
         assert cli("repro", run_dir, "--launch", kernel.kernel_id, "--rebuild", rebuild, "-o", folder) == 0
         done = run_repro(folder)
@@ -192,6 +206,15 @@ def test_what_cannot_be_written_is_one_line_and_writes_nothing(tmp_path, capsys)
         assert not (tmp_path / "out").exists()
     assert cli("repro", data.run_dir, "--launch", "k1", "--rebuild", "generated", "-o", tmp_path / "out") == 0
     assert run_repro(tmp_path / "out").returncode == 0
+    # A folder that holds anything (an earlier repro, the user's edit of it) is never written over.
+    (tmp_path / "out" / "generated-device.c").write_text("// my edit")
+    capsys.readouterr()
+    assert cli("repro", data.run_dir, "--launch", "k1", "--rebuild", "generated", "-o", tmp_path / "out") == 2
+    assert "not empty; name a new folder" in capsys.readouterr().err
+    assert (tmp_path / "out" / "generated-device.c").read_text() == "// my edit"
+    # show --launches names the way this kernel can be rebuilt: no @tilelang.jit call made it, so its generated code.
+    assert cli("show", data.run_dir, "--launches") == 0
+    assert f"repro: lower-trace repro {data.run_dir} --launch k1:1 --rebuild generated -o repro-k1-1" in capsys.readouterr().out
 
 
 def test_a_call_that_raised_is_reproduced_raising(tmp_path):
@@ -209,7 +232,7 @@ def test_a_call_that_raised_is_reproduced_raising(tmp_path):
     assert f"when traced it raised ValueError: {str(raised.value).strip().splitlines()[0]}: the same error" in done.stdout
 
 
-def test_the_caps_keep_what_fits_and_say_what_did_not(tmp_path):
+def test_the_caps_keep_what_fits_and_say_what_did_not(tmp_path, capsys):
     """256 bytes a tensor; 300 a launch: one tensor each; 700 a run: the third launch's first is over it."""
     a, b, c = torch.arange(64, dtype=torch.float32), torch.ones(64), torch.empty(64)
     with lower_trace.trace(mode="html", trace_dir=tmp_path, launches="data", launch_cap="300,700") as run:
@@ -218,10 +241,17 @@ def test_the_caps_keep_what_fits_and_say_what_did_not(tmp_path):
             add(a, b, c)
     first, second, third = lower_trace.load_trace(run.run_dir).kernels[0].launches
     assert [bool(v.data) for v in first.args] == [True, False, False]
-    assert first.args[1].note == "not kept: 256 bytes, over what a launch keeps (300 bytes; TL_LOWER_TRACE_LAUNCH_CAP)"
+    assert first.args[1].note == "not kept: 256 bytes, over what is left of the launch's 300 bytes (TL_LOWER_TRACE_LAUNCH_CAP)"
     assert [bool(v.data) for v in second.args] == [True, False, False]
     assert not third.args[0].data and third.args[0].note == "not kept: 256 bytes, over what is left of the run's 700 bytes (TL_LOWER_TRACE_LAUNCH_CAP)"
     assert sorted(os.listdir(os.path.join(run.run_dir, "launches"))) == ["k1-1", "k1-2"]
+    capsys.readouterr()
+    assert cli("repro", run.run_dir, "--launch", "k1:3", "--rebuild", "generated", "-o", tmp_path / "out") == 2  # nothing of it kept: the cap said
+    assert capsys.readouterr().err.strip() == (
+        "lower-trace: error: k1 (vector_add) launch 3: input A was not kept (not kept: 256 bytes, over what is left of the run's 700 bytes"
+        " (TL_LOWER_TRACE_LAUNCH_CAP)); trace again with a larger TL_LOWER_TRACE_LAUNCH_CAP"
+    )
+    assert not (tmp_path / "out").exists()
     for launch in (first, second):
         kept = numpy.load(os.path.join(run.run_dir, launch.args[0].data), allow_pickle=False)
         assert (kept == a.numpy()).all()

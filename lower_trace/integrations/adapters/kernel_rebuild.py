@@ -37,13 +37,19 @@ def compile_arguments(kernel: Any, frame: FrameType | None) -> dict[str, Any]:
     out_idx = (caller if caller is not None and caller.f_code.co_name == "__init__" else frame).f_locals.get("out_idx") if frame is not None else None
     configs = getattr(kernel, "pass_configs", None) or {}
     target_host = getattr(kernel, "target_host", None)
+    flags = list(getattr(kernel, "compile_flags", None) or [])
+    attrs = getattr(getattr(kernel, "prim_func", None), "attrs", None) or {}
+    if "tilelang_out_idx" in attrs:  # an eager function's T.empty outputs: tilelang.compile reads them off the PrimFunc, and refuses them twice
+        out_idx = None
+    if "tilelang_compile_flags" in attrs:  # likewise added from the PrimFunc again
+        flags = flags[len(list(attrs["tilelang_compile_flags"])) :]
     return {
         "out_idx": list(out_idx) if isinstance(out_idx, (list, tuple)) else out_idx,
         "target": _target(getattr(kernel, "target", None)),
         "target_host": _target(target_host),
         "execution_backend": str(getattr(kernel, "execution_backend", "") or ""),
         "pass_configs": {str(k): _json_value(v) for k, v in configs.items()},
-        "compile_flags": list(getattr(kernel, "compile_flags", None) or []),
+        "compile_flags": flags,
     }
 
 

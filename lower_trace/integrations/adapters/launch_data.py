@@ -32,8 +32,10 @@ class LaunchBudget:
 
     def why_not(self, size: int, run_cap: int) -> str:
         """"" when size bytes fit; else why not (a note for the record)."""
-        if size > self.launch_left:
+        if size > self.launch_cap:
             return f"not kept: {mib(size)}, over what a launch keeps ({mib(self.launch_cap)}; {ENV_LAUNCH_CAP})"
+        if size > self.launch_left:
+            return f"not kept: {mib(size)}, over what is left of the launch's {mib(self.launch_cap)} ({ENV_LAUNCH_CAP})"
         if size > self.run_left:
             self.run_cap_hit = True
             return f"not kept: {mib(size)}, over what is left of the run's {mib(run_cap)} ({ENV_LAUNCH_CAP})"

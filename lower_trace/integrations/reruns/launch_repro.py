@@ -19,7 +19,7 @@ from lower_trace.config import ENV_LAUNCH_CAP, ENV_LAUNCHES
 from lower_trace.model import KernelTrace, LaunchRecord, LaunchValue, Trace
 
 SCRIPT = "run.py"
-REBUILDS = ("source", "generated")
+REBUILDS = ("source", "generated", "tir")
 _SUFFIX = {"cuda": ".cu", "hip": ".hip", "c": ".c"}
 
 
@@ -47,12 +47,12 @@ def pick_launch(kernel: KernelTrace, number: int) -> LaunchRecord:
 
 
 def write(trace: Trace, kernel: KernelTrace, launch: LaunchRecord, rebuild: str, folder: str, data_from: Trace | None = None) -> LaunchRepro:
-    """The repro folder of one launch (created; files of an earlier repro there replaced). data_from: the
+    """The repro folder of one launch (created; a folder that holds anything is refused). data_from: the
     trace whose folder holds the launch's tensors, when it is not the kernel's (regress replays a base
     launch on the head side's kernel)."""
     what = f"{kernel.kernel_id} ({kernel.name}) launch {launch.n}"
     tensors = [v for v in launch.args if v.kind == "tensor"]
-    if tensors and not any(v.data for v in tensors):
+    if tensors and not any(v.data or "not kept" in v.note for v in tensors):
         raise LaunchReproError(f"{what} kept no tensors (traced with {ENV_LAUNCHES}=meta); trace again with {ENV_LAUNCHES}=data to keep them")
     missing = next((v for v in tensors if not v.data), None)
     if missing is not None:
@@ -66,8 +66,9 @@ def write(trace: Trace, kernel: KernelTrace, launch: LaunchRecord, rebuild: str,
         spec["factory"] = info.factory
         files["kernel_source.py"] = _user_source(trace, kernel, info.factory, info.factory_note, what)
     else:
-        spec["generated"], generated = _generated(trace, kernel, what)
-        files.update(generated)
+        if rebuild == "generated":
+            spec["generated"], generated = _generated(trace, kernel, what)
+            files.update(generated)
         if not info.prim_func or not trace.ir_json(info.prim_func):
             raise LaunchReproError(f"{what}: its PrimFunc was not kept (traced with {ENV_LAUNCHES}=meta); trace again with {ENV_LAUNCHES}=data")
         files["kernel.json"] = trace.ir_json(info.prim_func)
@@ -125,6 +126,8 @@ def _generated(trace: Trace, kernel: KernelTrace, what: str) -> tuple[list[dict[
 def _write_folder(trace: Trace, folder: str, spec: dict[str, object], files: dict[str, str], values: list[LaunchValue]) -> None:
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise LaunchReproError(f"-o {folder}: a file is there; name a folder (it is created)")
+    if os.path.isdir(folder) and os.listdir(folder):  # an earlier repro may hold the user's edits: never written over
+        raise LaunchReproError(f"-o {folder}: not empty; name a new folder (an earlier repro there, and your edits of it, are kept)")
     copies = {}  # folder-relative name -> the trace's file
     for value, sub in [*((v, "inputs") for v in values[: len(spec["args"])]), *((v, "expected") for v in values[len(spec["args"]) :])]:  # type: ignore[arg-type]
         if value.data:
@@ -133,11 +136,7 @@ def _write_folder(trace: Trace, folder: str, spec: dict[str, object], files: dic
     if gone is not None:
         raise LaunchReproError(f"{gone}: the trace's copy of this tensor is gone; trace again")
     for sub in ("inputs", "expected"):
-        shutil.rmtree(os.path.join(folder, sub), ignore_errors=True)
         os.makedirs(os.path.join(folder, sub))
-    for stale in ("kernel_source.py", "kernel.json", "launch.json", *(n for n in os.listdir(folder) if n.startswith("generated-"))):
-        if os.path.lexists(os.path.join(folder, stale)):
-            os.remove(os.path.join(folder, stale))
     for name, path in copies.items():
         shutil.copyfile(path, os.path.join(folder, name))
     for name, text in files.items():

@@ -13,6 +13,8 @@ How it builds the kernel (launch.json's "rebuild"):
   source     kernel_source.py, a copy of the file that defined the @tilelang.jit function, is imported
              (its `if __name__ == "__main__":` part does not run) and the function called with the
              recorded arguments: TileLang's whole frontend and pipeline run again.
+  tir        kernel.json, the PrimFunc handed to lowering (TVM's JSON), is compiled by tilelang.compile with
+             the recorded arguments: this TileLang's passes and codegen, no Python frontend (bisect --launch's).
   generated  kernel.json, the PrimFunc handed to lowering (TVM's JSON), is compiled by tilelang.compile
              with the recorded arguments, and the code the compiler is handed is the recorded one
              (generated.*, through TileLang's post-processing hooks): the very code that ran, whatever
@@ -36,6 +38,7 @@ def main(argv=None):
     parser.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: bitwise equality)")
     parser.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: bitwise equality)")
     parser.add_argument("--any-version", action="store_true", help="run under another TileLang than the recorded one")
+    parser.add_argument("--record", action="store_true", help="make this build's outputs the expected ones (a reference: another config, another release)")
     parser.add_argument("--json", metavar="PATH", help="also write what it found to PATH as JSON (exit, a line per output, the last line)")
     args = parser.parse_args(argv)
     report = {"outputs": {}, "said": ""}
@@ -89,6 +92,8 @@ def run(args, report):
     returned = list(result) if isinstance(result, (list, tuple)) else [result]
     now = {v["name"]: a for v, a in zip(spec["args"], arguments, strict=True) if v["kind"] == "tensor"}
     now.update({("return" if i == 0 else f"return.{i}"): t for i, t in enumerate(t for t in returned if isinstance(t, torch.Tensor))})
+    if args.record:
+        return record(spec, now, torch, report)
     tolerant = args.atol is not None or args.rtol is not None
     rule = f"within atol={args.atol or 0.0:g}, rtol={args.rtol or 0.0:g}" if tolerant else "bitwise"
     differ = 0
@@ -107,6 +112,31 @@ def run(args, report):
             differ += not line.startswith(("identical", "matches"))
     say(report, f"{'results differ' if differ else 'results match'} ({rule}): {differ} of {len(spec['expected'])} outputs differ")
     return 1 if differ else 0
+
+
+def record(spec, now, torch, report):
+    """--record: what this build wrote and returned becomes expected/ (launch.json rewritten)."""
+    import numpy
+
+    widths = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}
+    for expected in spec["expected"]:
+        tensor = now.get(expected["name"])
+        if tensor is None:
+            continue
+        data = tensor.detach().contiguous().cpu()
+        try:
+            array = data.numpy()
+        except TypeError:  # a dtype numpy has not: its bytes as unsigned integers of the same width
+            array = data.view(widths[data.element_size()]).numpy()
+        expected["file"] = f"expected/reference-{expected['name']}.npy"
+        expected["digest"], expected["note"] = digest(data, torch), "recorded by --record"
+        with open(os.path.join(HERE, expected["file"]), "wb") as handle:
+            numpy.save(handle, array, allow_pickle=False)
+    spec["title"] += ", outputs from --record"
+    with open(os.path.join(HERE, "launch.json"), "w", encoding="utf-8") as handle:
+        json.dump(spec, handle, indent=1)
+    say(report, f"recorded: {len(spec['expected'])} outputs of this build are now the expected ones")
+    return 0
 
 
 def build_from_source(spec, report):
@@ -140,6 +170,13 @@ def build_from_generated(spec, report):
 
     with open(os.path.join(HERE, "kernel.json"), encoding="utf-8") as handle:
         func = tvm.ir.load_json(handle.read())
+    build = spec["compile"]
+    target = tvm.target.Target(build["target"], build["target_host"]) if build["target_host"] else tvm.target.Target(build["target"])
+    if spec["rebuild"] == "tir":  # this TileLang's own pipeline and codegen on the recorded PrimFunc
+        return tilelang.compile(
+            func, out_idx=build["out_idx"], target=target, execution_backend=build["execution_backend"],
+            pass_configs=build["pass_configs"] or None, compile_flags=build["compile_flags"] or None,
+        )
     recorded = []
     for entry in spec["generated"]:
         with open(os.path.join(HERE, entry["file"]), encoding="utf-8") as handle:
@@ -165,8 +202,6 @@ def build_from_generated(spec, report):
             return result
 
     instrumentation.register_pass_instrumentation_tool("launch-repro", Replace)
-    build = spec["compile"]
-    target = tvm.target.Target(build["target"], build["target_host"]) if build["target_host"] else tvm.target.Target(build["target"])
     try:
         kernel = tilelang.compile(
             func, out_idx=build["out_idx"], target=target, execution_backend=build["execution_backend"],
