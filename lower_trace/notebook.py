@@ -22,7 +22,7 @@ from lower_trace.render.notebook_frame import DEFAULT_HEIGHT, css_height, frame
 from lower_trace.store.layout import REPORT, TraceNotFound, find_run_dir
 from lower_trace.store.reader import load_trace
 
-VIEWS = ("diff", "source", "timing", "device")
+VIEWS = ("diff", "source", "timing", "device", "launches")
 MODES = ("html", "both", "terminal")
 USAGE = "%%lower_trace [--mode terminal|html|both] [--dir DIR]"
 
@@ -55,7 +55,8 @@ def show(
     """One view of a run's report, to show in a notebook: run is what trace()/enable() returned
     (once closed) or a trace folder; kernel its name or id (default: a failed kernel, else the
     first); view one of diff (the kernel's failure, else its largest change), source (the generated
-    source), timing, device (nvcc's PTX, SASS, resources); step a pass (its number in the report,
+    source), timing, device (nvcc's PTX, SASS, resources), launches (what it was called with, and the
+    command that writes a launch as a repro: on its codegen step); step a pass (its number in the report,
     or its name: its first run that changed the IR) for the diff view. A wrong argument is a
     one-line ShowError (a ValueError) naming the right ones."""
     if view not in VIEWS:
@@ -120,6 +121,8 @@ def _start(trace: Trace, kernel: KernelTrace, view: str, step: int | str | None)
     if view == "timing":
         return f"{kernel.kernel_id}/timing"
     steps = sorted(kernel.codegen, key=lambda step: step.role != "device")  # the device source first
+    if view == "launches" and not kernel.launches:
+        raise ShowError(f"kernel {kernel.name!r} was not called while traced (TileLang 0.1.15 records a traced kernel's calls; TL_LOWER_TRACE_LAUNCHES)")
     if view == "device" and kernel.device_stage is None:
         raise ShowError(f"kernel {kernel.name!r} has no device stage in this run (nvcc did not compile it; `lower-trace device` builds one for CUDA)")
     if not steps:

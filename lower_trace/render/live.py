@@ -109,8 +109,9 @@ class ReportListener:
                 trace = load_trace(self.run_dir)
         except TraceNotFound:
             return
-        for kernel in trace.kernels:  # device stages that came after their kernel's block (one core)
+        for kernel in trace.kernels:  # device stages that came after their kernel's block (one core); launches always do
             self.writer.add_device(kernel, trace.snapshot)
+            self.writer.add_launches(kernel, self.run_dir)
         budget = None if self.budget_s is None else max(0.0, self.budget_s - (time.perf_counter() - started))
         self.left_out = add_source_maps(self.writer, trace.kernels, trace.snapshot, budget)
         if self.left_out:

@@ -79,7 +79,7 @@ def test_show_opens_the_frame_on_one_view(notebook):
     assert _srcdoc(_result(notebook, "show_step"))["srcdoc"].replace(BASE + start_script(f"{add.kernel_id}/{bind.seq}"), "", 1) == page
     # A wrong argument is one line in the notebook, no traceback through lower-trace's code.
     (error,) = [o for o in notebooks.outputs(notebook, "show_bad") if o["output_type"] == "error"]
-    assert error["traceback"] == ["ShowError: view must be one of diff, source, timing, device, not 'ir'"]
+    assert error["traceback"] == ["ShowError: view must be one of diff, source, timing, device, launches, not 'ir'"]
     source = _result(notebook, "show_source")
     device_codegen = next(step for step in scale.codegen if step.role == "device")
     frame = _srcdoc(source)
@@ -92,7 +92,7 @@ def test_show_says_what_it_takes(notebook):
 
     report = notebooks.report_of(_result(notebook, "trace"))
     run_dir = os.path.dirname(report)
-    with pytest.raises(ValueError, match=r"^view must be one of diff, source, timing, device, not 'ir'$"):
+    with pytest.raises(ValueError, match=r"^view must be one of diff, source, timing, device, launches, not 'ir'$"):
         lower_trace.show(run_dir, view="ir")
     with pytest.raises(ValueError, match=r"^no kernel 'gemm' in this run; its kernels: vector_add, scale \(or their ids k1..k2\)$"):
         lower_trace.show(run_dir, kernel="gemm")

@@ -41,6 +41,7 @@ def write_report(run_dir: str, out_path: str | None = None, latest_link: str | N
                     kernel = relocated(kernel, *move)
                 writer.add_kernel(kernel, trace.snapshot)
                 writer.add_source_map(kernel, trace.snapshot)
+                writer.add_launches(kernel, trace.path)
             if progress:
                 progress(len(trace.kernels), len(trace.kernels))
             writer.close()

@@ -201,6 +201,37 @@ def kernel_summary(kernel: KernelTrace, block: int, refs: list[int], times: list
     }
 
 
+def launches_index(kernel: KernelTrace, run_path: str) -> dict[str, Any]:
+    """A kernel's recorded launches as the page shows them: a row per launch (its arguments, what it wrote
+    and returned, kept or not), and the command that writes a launch as a repro, where one can."""
+    rows = []
+    for launch in kernel.launches:
+        written = {v.name: v for v in launch.after}
+        args = [_launch_value(v, written.get(v.name)) for v in launch.args]
+        returned = [_launch_value(v) for v in launch.after if v.name.startswith("return")]
+        tensors = [v for v in launch.args if v.kind == "tensor"]
+        rows.append({
+            "n": launch.n, "ms": launch.ms, "site": launch.site, "args": args, "returned": returned,
+            "error": f"{launch.error.type}: {launch.error.message.strip().splitlines()[0] if launch.error.message.strip() else ''}" if launch.error else "",
+            "kept": bool(tensors) and all(v.data for v in tensors),
+        })
+    rebuild = "" if kernel.rebuild is not None and kernel.rebuild.factory else " --rebuild generated"
+    first = next((row["n"] for row in rows if row["kept"]), None)
+    repro = f"lower-trace repro {run_path} --launch {kernel.kernel_id}:{first}{rebuild} -o repro-{kernel.kernel_id}-{first}" if first is not None else ""
+    return {"rows": rows, "repro": repro}
+
+
+def _launch_value(value: Any, after: Any = None) -> dict[str, Any]:
+    """One argument (or returned tensor): name, what it is (float32[64,32] cpu, or = 2.5), kept, written."""
+    if value.kind != "tensor":
+        return {"name": value.name, "text": f"= {value.value}", "kept": False, "written": False, "note": value.note}
+    text = f"{value.dtype}[{','.join(map(str, value.shape))}] {value.device}"
+    return {
+        "name": value.name, "text": text, "kept": bool(value.data), "note": value.note,
+        "written": after is not None and bool(after.digest) and after.digest != value.digest,
+    }
+
+
 def device_index(summary: DeviceSummary | None) -> dict[str, Any] | None:
     """The index's device columns: registers, spills, shared memory, occupancy (None: no device stage)."""
     if summary is None or summary.resources is None:

@@ -45,6 +45,7 @@ from lower_trace.render.report.page import (
     json_for_script,
     kernel_steps,
     kernel_summary,
+    launches_index,
     page_head,
     pointer_page,
     snapshot_digests,
@@ -206,6 +207,20 @@ class ReportWriter:
                 raise ValueError(f"{self.path}: the report is closed")
             self._append(chunk)
             self._without_device.discard(kernel.kernel_id)
+        return True
+
+    def add_launches(self, kernel: KernelTrace, run_path: str) -> bool:
+        """Append a kernel's recorded launches (they come after its compile, so after its block) as a block
+        of its own, ``lt-launches``. False, and nothing written, for a kernel it wrote no block for or
+        without launches."""
+        block = self._block_of.get(kernel.kernel_id)
+        if block is None or not kernel.launches:
+            return False
+        chunk = data_block(json_for_script({"block": block, "launches": launches_index(kernel, run_path)}), "application/json", "lt-launches")
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"{self.path}: the report is closed")
+            self._append(chunk)
         return True
 
     def add_note(self, text: str) -> None:

@@ -26,6 +26,13 @@ export const LTBlocks = (() => {
       const kernel = late && kernels.find((k) => k.block === late.block);
       if (kernel) kernel.device = late.device;
     }
+    // A kernel's recorded launches: they come after its compile, so in a block of their own (writer.add_launches).
+    for (const node of document.querySelectorAll("script.lt-launches")) {
+      let late;
+      try { late = JSON.parse(node.textContent); } catch { continue; } // torn by a killed writer
+      const kernel = late && kernels.find((k) => k.block === late.block);
+      if (kernel) kernel.launches = late.launches;
+    }
     for (const node of document.querySelectorAll("script.lt-note")) {
       try { notes.push(String(JSON.parse(node.textContent))); } catch { /* torn */ }
     }

@@ -83,6 +83,34 @@
  * @property {number[]} refs  the earlier blocks that carry snapshots it names
  * @property {Array<[string, number, string]>} [stack]  the user's frames that started the compile, outermost first
  * @property {LTDeviceIndex|null} [device]  the index's device columns (page.device_index)
+ * @property {LTLaunches} [launches]  its recorded launches (a block of their own, lt-launches: page.launches_index)
+ */
+
+/**
+ * A kernel's recorded launches (page.launches_index).
+ * @typedef {Object} LTLaunches
+ * @property {LTLaunchRow[]} rows
+ * @property {string} repro  the command that writes the first launch kept with its tensors as a repro ("": none)
+ */
+
+/**
+ * @typedef {Object} LTLaunchRow
+ * @property {number} n
+ * @property {number} ms
+ * @property {string} site  file:line of the call
+ * @property {LTLaunchValue[]} args
+ * @property {LTLaunchValue[]} returned
+ * @property {string} error  the call raised: its first line ("": it returned)
+ * @property {boolean} kept  every tensor argument kept with its data
+ */
+
+/**
+ * @typedef {Object} LTLaunchValue
+ * @property {string} name
+ * @property {string} text  float32[64,32] cpu, or = 2.5
+ * @property {boolean} kept
+ * @property {boolean} written  the call changed it
+ * @property {string} note
  */
 
 /**

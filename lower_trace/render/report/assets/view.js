@@ -4,7 +4,7 @@ import { LTBlame } from "./blame.js";
 import { LTDiff } from "./diff.js";
 import { LTLayout } from "./layout.js";
 import { LTOrigins } from "./origins.js";
-/** @import { LTDevice, LTError, LTKernel, LTRow, LTRules } from "./payload.js" */
+/** @import { LTDevice, LTError, LTKernel, LTLaunches, LTLaunchValue, LTRow, LTRules } from "./payload.js" */
 /** @import { PageState } from "./state.js" */
 /** @typedef {ReturnType<typeof LTView.create>} LTDetailView what LTView.create gives a page */
 /** @typedef {{state: PageState, rules: LTRules, handlers: {select?: (seq: number) => void}}} LTViewContext one view's page state, rules and handlers */
@@ -198,6 +198,7 @@ export const LTView = (() => {
       }
       const device = kernel.deviceStage;
       if (device && device.seq === step.seq) main.appendChild(deviceSection(ctx, kernel, device));
+      if (kernel.launches && kernel.launches.rows.length) main.appendChild(launchesSection(kernel.launches));
     } else if (step.status === "changed") {
       const layouts = step.layouts && step.layouts.length ? LTLayout.section(step, Math.max(480, main.clientWidth - 40)) : null;
       if (layouts) {
@@ -217,6 +218,48 @@ export const LTView = (() => {
     } else {
       main.appendChild(irView(ctx, snap(step.before), "the IR this pass received", null, { kernel, digest: step.before }));
     }
+  }
+
+  // What the kernel was called with while traced (lower-trace show --launches), and the command that writes
+  // a launch as a standalone repro (lower-trace repro --launch).
+  /** @param {LTLaunches} launches */
+  function launchesSection(launches) {
+    const box = el("section", "launches");
+    box.appendChild(el("h3", "", `launches · ${launches.rows.length} recorded${launches.rows.length === 8 ? " (the first 8)" : ""}`));
+    if (launches.repro) {
+      const line = el("div", "repro-note");
+      line.appendChild(el("span", "", "Write a launch as a script anyone can run (rebuilds the kernel, runs it on these inputs, compares): "));
+      line.appendChild(el("code", "", launches.repro));
+      line.appendChild(copyButton("copy command", launches.repro));
+      box.appendChild(line);
+    } else {
+      box.appendChild(el("p", "hint", "No tensors were kept: trace with TL_LOWER_TRACE_LAUNCHES=data to write a launch as a repro (lower-trace repro --launch)."));
+    }
+    const table = el("table", "launch-table");
+    const head = el("tr");
+    for (const name of ["#", "ms", "arguments", "returned", "call site"]) head.appendChild(el("th", "", name));
+    table.appendChild(head);
+    const value = (/** @type {LTLaunchValue} */ v) => {
+      const cell = el("div", v.written ? "launch-value written" : "launch-value", `${v.name} ${v.text}${v.written ? " (written)" : ""}${v.kept ? " · kept" : ""}`);
+      if (v.note) cell.title = v.note;
+      return cell;
+    };
+    for (const row of launches.rows) {
+      const tr = el("tr", row.error ? "launch-error" : "");
+      tr.appendChild(el("td", "", String(row.n)));
+      tr.appendChild(el("td", "", row.ms.toFixed(3)));
+      const args = el("td");
+      row.args.forEach((v) => args.appendChild(value(v)));
+      if (row.error) args.appendChild(el("div", "error-type", `raised ${row.error}`));
+      tr.appendChild(args);
+      const returned = el("td");
+      row.returned.forEach((v) => returned.appendChild(value(v)));
+      tr.appendChild(returned);
+      tr.appendChild(el("td", "mono", row.site));
+      table.appendChild(tr);
+    }
+    box.appendChild(table);
+    return box;
   }
 
   // nvcc's work on this source: ptxas' resources, then PTX and SASS, each line lit with the
