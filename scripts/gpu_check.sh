@@ -2,7 +2,8 @@
 # The GPU check (docs/support.md, "GPU check"): on a GPU machine, TileLang and lower-trace installed
 # from a wheelhouse carried along, then real CUDA runs: a traced compile runs and matches torch, an
 # edited working copy runs (PATCHED), the device stage equals what the CUDA driver reports for the
-# loaded cubin, bisect finds an injected miscompiling pass. PASS/FAIL per step; non-zero on a FAIL.
+# loaded cubin, bisect finds an injected miscompiling pass, a launch is kept, repro'd, regress --run and
+# bisect --launch see the miscompile. PASS/FAIL per step; non-zero on a FAIL.
 #   bash scripts/gpu_check.sh --prepare   # here: build build/gpu-wheelhouse (PyPI, once; then reused)
 #   bash scripts/gpu_check.sh             # on the GPU machine, with build/gpu-wheelhouse carried
 #   bash scripts/gpu_check.sh --dry-run   # here, no GPU: the wheelhouse, its install, the steps on target "c"

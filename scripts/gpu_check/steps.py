@@ -13,6 +13,7 @@ import argparse
 import base64
 import glob
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -273,6 +274,71 @@ class Check:
         return (f"{resources.registers} regs, {resources.stack} B local frame ({spills}), {resources.shared_static} B static smem "
                 f"= {' = '.join(sources)}")  # fmt: skip
 
+    def launches(self) -> str:
+        """Issue 40 end to end: a launch kept with its tensors, its repro run (and an edit of it caught),
+        a regress --run that sees the injected miscompile as "results differ", bisect --launch naming it."""
+        cli = os.path.join(os.path.dirname(sys.executable), "lower-trace")
+        corpus = [sys.executable, BISECT_CHECK, "--target", self.target, "--arch", self.arch]
+        work = os.path.join(self.work, "launches")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TL_LOWER_TRACE", "INJECT_"))}
+        traced = dict(env, TL_LOWER_TRACE="trace", TL_LOWER_TRACE_DIR=os.path.join(work, "traces"), TL_LOWER_TRACE_LAUNCHES="data")
+        done = subprocess.run(corpus, env=traced, capture_output=True, text=True, timeout=600)
+        runs = glob.glob(os.path.join(work, "traces", "*", "run-*"))
+        if done.returncode != 0 or len(runs) != 1:
+            raise Fail(f"the traced corpus exited {done.returncode} with {len(runs)} runs: {' '.join(done.stderr.split()[-20:])}")
+        said = [self.launch_repro(cli, runs[0], work, env)]
+        said.append(self.regress_results(cli, corpus, work, env))
+        said.append(self.bisect_launch(cli, runs[0], work, env))
+        return "; ".join(said)
+
+    def launch_repro(self, cli: str, run: str, work: str, env: dict[str, str]) -> str:
+        folder = os.path.join(work, "repro")
+        command = [cli, "repro", run, "--launch", "k1", "--rebuild", "generated", "-o", folder]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise Fail(f"repro --launch exited {done.returncode}: {done.stderr.strip()[-300:]}")
+        ran = subprocess.run([sys.executable, os.path.join(folder, "run.py")], env=env, capture_output=True, text=True, timeout=600)
+        if ran.returncode != 0:
+            raise Fail(f"the launch's repro exited {ran.returncode}: {' '.join(ran.stdout.split()[-30:])}")
+        (source,) = glob.glob(os.path.join(folder, "generated-device.*"))
+        text = read(source)
+        with open(source, "w") as out:
+            out.write(text.replace("3.000000e+00f", "4.000000e+00f", 1))
+        edited = subprocess.run([sys.executable, os.path.join(folder, "run.py")], env=env, capture_output=True, text=True, timeout=600)
+        if edited.returncode != 1 or "C: differs at" not in edited.stdout:
+            raise Fail(f"the repro of the edited source (3.0 -> 4.0) exited {edited.returncode}: {' '.join(edited.stdout.split()[-30:])}")
+        return "repro --launch (generated) matches bitwise; its edit (3.0 -> 4.0) is caught (exit 1)"
+
+    def regress_results(self, cli: str, corpus: list[str], work: str, env: dict[str, str]) -> str:
+        head = os.path.join(work, "buggy-python")
+        with open(head, "w") as out:
+            out.write(f"#!/bin/sh\nexport INJECT_MISCOMPILE=VectorizeLoop\nexec {sys.executable} \"$@\"\n")
+        os.chmod(head, 0o755)
+        # "python": regress runs each side's own interpreter for it
+        command = [cli, "regress", "--run", "--head", head, "--dir", os.path.join(work, "regress"), "--json", "--", "python", *corpus[1:]]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1500)
+        try:
+            kernels_found = json.loads(done.stdout)["kernels"]
+        except (ValueError, KeyError):
+            raise Fail(f"regress --run exited {done.returncode}: {' '.join(done.stderr.split()[-30:])}") from None
+        verdicts = [k["verdict"] for k in kernels_found]
+        if done.returncode != 1 or verdicts != ["results differ"]:
+            raise Fail(f"regress --run exited {done.returncode} with verdicts {verdicts}, not 'results differ'")
+        return f"regress --run: results differ ({kernels_found[0]['evidence'][0][:90]})"
+
+    def bisect_launch(self, cli: str, run: str, work: str, env: dict[str, str]) -> str:
+        site = os.path.join(work, "site")
+        os.makedirs(site, exist_ok=True)
+        with open(os.path.join(site, "sitecustomize.py"), "w") as out:
+            out.write(SITECUSTOMIZE.format(testing=os.path.join(ROOT, "testing")))
+        buggy = dict(env, INJECT_MISCOMPILE="VectorizeLoop", PYTHONPATH=os.pathsep.join(filter(None, (site, env.get("PYTHONPATH", "")))))
+        command = [cli, "bisect", "--launch", f"{run}:k1", "--work", os.path.join(work, "bisect"), "--color", "never", "--timeout", "300"]
+        done = subprocess.run(command, env=buggy, capture_output=True, text=True, timeout=1500)
+        line = next((text for text in done.stdout.splitlines() if text.startswith("first bad pass:")), "")
+        if done.returncode != 0 or "tl.BuggyConstantFold" not in line:
+            raise Fail(f"bisect --launch exited {done.returncode}: {line or ' '.join((done.stdout + done.stderr).split()[-40:])}")
+        return f"bisect --launch: {line.split(' of kernel')[0]}"
+
     def bisect(self) -> str:
         check = [sys.executable, BISECT_CHECK, "--target", self.target, "--arch", self.arch]
         for inject, want in (("", 0), ("VectorizeLoop", 3)):
@@ -292,6 +358,15 @@ class Check:
         return f"{line.split(' of kernel')[0]} ({runs} runs; the pass turns 3.0 into 3.5)"
 
 
+SITECUSTOMIZE = """
+import os, sys
+if os.environ.get("INJECT_MISCOMPILE"):
+    sys.path.insert(0, {testing!r})
+    from miscompile import inject
+    inject(os.environ["INJECT_MISCOMPILE"])
+"""
+
+
 def read(path: str) -> str:
     with open(path) as text:
         return text.read()
@@ -301,7 +376,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--target", choices=("cuda", "c"), required=True)
     parser.add_argument("--work", required=True)
-    parser.add_argument("--skip", default="", help="comma-separated steps to leave out (traced,flash,edit,device,bisect)")
+    parser.add_argument("--skip", default="", help="comma-separated steps to leave out (traced,flash,edit,device,bisect,launches)")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     check = Check(args.target, args.work)
@@ -313,6 +388,7 @@ def main() -> int:
         ("edit", "edited working copy runs (PATCHED), numbers as the edit says, untraced unaffected", check.edit_and_rerun),
         ("device", "device stage = the loaded cubin's attributes", check.device_attributes),
         ("bisect", "bisect with a numeric check finds the injected pass", check.bisect),
+        ("launches", "launches kept, repro'd, regress --run and bisect --launch on the injected miscompile", check.launches),
     ]
     for key, name, body in steps:
         if key == "flash" and args.target != "cuda":

@@ -5,7 +5,9 @@ fit what travels to the GPU machine; it installs with pip --no-index into a fres
 against target "c" (gcc, CPU tensors) and CUDA compile-only: a traced compile matches torch, an edited
 working copy is compiled (PATCHED) and doubles every number while an untraced run does not, the
 device stage's registers / local frame / shared memory equal the cubin's own ELF records, and
-bisect with a numeric check names the miscompiling pass the check slipped in. The driver's numbers
+bisect with a numeric check names the miscompiling pass the check slipped in, and a launch kept with
+its tensors is repro'd (its edit caught), seen as "results differ" by regress --run against a head with
+the miscompile, and bisect --launch names the pass. The driver's numbers
 and the CUDA runs themselves wait for a GPU (docs/support.md, "GPU check")."""
 
 import os
@@ -37,6 +39,7 @@ def test_the_dry_run_passes_every_step():
         "edited working copy runs (PATCHED), numbers as the edit says, untraced unaffected",
         "device stage = the loaded cubin's attributes",
         "bisect with a numeric check finds the injected pass",
+        "launches kept, repro'd, regress --run and bisect --launch on the injected miscompile",
     } <= passed, out
     assert any(step.startswith("install from the wheelhouse") for step in passed), out
     # It fits in what travels, and says what it left out.
@@ -47,4 +50,7 @@ def test_the_dry_run_passes_every_step():
     assert "PATCHED, every number exactly twice" in out and "untraced: the first run's numbers" in out
     assert re.search(r"\(spills\): \d+ regs, [1-9]\d* B local frame", out), out
     assert "first bad pass: tl.BuggyConstantFold" in out
+    # Issue 40: the launch's repro matched and caught its edit; regress --run and bisect --launch saw the miscompile.
+    assert "its edit (3.0 -> 4.0) is caught (exit 1)" in out and "regress --run: results differ" in out
+    assert "bisect --launch: first bad pass: tl.BuggyConstantFold" in out
     assert re.search(r"gpu_check --dry-run: \d+ passed, 0 failed", done.stdout), out
