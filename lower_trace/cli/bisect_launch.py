@@ -35,7 +35,7 @@ def launch_check(args: argparse.Namespace, workdir: str) -> list[str]:
         raise UsageError(f"--launch {args.launch}: {exc}") from None
     if len(kernels) != 1:
         raise UsageError(f"--launch {args.launch}: {len(kernels)} kernels are named {kernel_key!r}; pick one by id: {kernel_list(kernels)}")
-    folder = os.path.join(workdir, "launch")
+    folder = os.path.abspath(os.path.join(workdir, "launch"))  # the reference runs in it: its paths must not be relative
     try:
         launch = launch_repro.pick_launch(kernels[0], number)
         made = launch_repro.write(trace, kernels[0], launch, "tir", folder)
@@ -45,6 +45,16 @@ def launch_check(args: argparse.Namespace, workdir: str) -> list[str]:
         _record_reference(args, folder, made.script)
     tolerance = [*(["--atol", str(args.atol)] if args.atol is not None else []), *(["--rtol", str(args.rtol)] if args.rtol is not None else [])]
     return [sys.executable, made.script, "--any-version", *tolerance]
+
+
+def _interpreter(given: str) -> str:
+    """--reference-python as a path that works from any folder: a relative path made absolute, a bare name looked up on PATH."""
+    import shutil
+
+    found = os.path.abspath(given) if os.sep in given else shutil.which(given)
+    if not found or not os.access(found, os.X_OK):
+        raise UsageError(f"--reference-python {given}: no such interpreter (or not executable); name its path")
+    return found
 
 
 def _parts(text: str) -> tuple[str, str, int]:
@@ -73,7 +83,7 @@ def _record_reference(args: argparse.Namespace, folder: str, script: str) -> Non
     spec["compile"]["pass_configs"] = {**original, **extra}
     with open(spec_path, "w", encoding="utf-8") as handle:
         json.dump(spec, handle, indent=1)
-    python = args.reference_python or sys.executable
+    python = _interpreter(args.reference_python) if args.reference_python else sys.executable
     env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
     try:
         done = subprocess.run([python, script, "--record", "--any-version"], cwd=folder, env=env, capture_output=True, text=True, timeout=REFERENCE_TIMEOUT)
@@ -84,6 +94,8 @@ def _record_reference(args: argparse.Namespace, folder: str, script: str) -> Non
         raise UsageError(f"the reference run ({python} {script} --record) failed (exit {done.returncode}): {tail}")
     with open(spec_path, encoding="utf-8") as handle:
         spec = json.load(handle)
+    if not spec["expected"] or any(e.get("note") != "recorded by --record" for e in spec["expected"]):
+        raise UsageError(f"the reference run ({python} {script} --record) exited 0 but recorded no outputs; name a Python that runs the script")
     spec["compile"]["pass_configs"] = original  # the search builds as the launch was built; only the outputs are the reference's
     with open(spec_path, "w", encoding="utf-8") as handle:
         json.dump(spec, handle, indent=1)

@@ -105,7 +105,11 @@ def _repro_launch(trace: Trace, args: argparse.Namespace) -> int:
     key, _, number = args.launch.rpartition(":") if ":" in args.launch else (args.launch, "", "1")
     if not number.isdigit() or int(number) < 1:
         raise UsageError(f"--launch {args.launch}: the launch is a number from 1 (KERNEL:N, e.g. k1:2)")
-    kernel = _one_kernel(trace, key, "repro --launch")
+    kernels = kernels_of(trace, key)
+    if len(kernels) != 1:
+        raise UsageError(f"{trace.path}: --launch {args.launch} names {len(kernels)} kernels; pick one by id: "
+                         + ", ".join(f"--launch {k.kernel_id}{':' + number if number != '1' else ''} ({k.name})" for k in kernels[:8]))
+    kernel = kernels[0]
     try:
         launch = launch_repro.pick_launch(kernel, int(number))
         made = launch_repro.write(trace, kernel, launch, args.rebuild or "source", args.output)

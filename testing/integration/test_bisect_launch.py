@@ -4,6 +4,7 @@ right after tl.LowerTileOp, put into every Python the search starts through a si
 bisect must name is known beforehand: tl.BuggyConstantFold."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -53,8 +54,8 @@ def _env(folder, inject):
     return env | ({"INJECT_MISCOMPILE": inject} if inject else {})
 
 
-def bisect(folder, *options, inject="LowerTileOp"):
-    command = [lower_trace_cli(), "bisect", *map(str, options), "--work", str(folder / "work")]
+def bisect(folder, *options, inject="LowerTileOp", relative=False):
+    command = [lower_trace_cli(), "bisect", *map(str, options), "--work", "work" if relative else str(folder / "work")]
     return subprocess.run(command, cwd=str(folder), env=_env(folder, inject), capture_output=True, text=True, timeout=600)
 
 
@@ -67,12 +68,19 @@ def test_a_launch_recorded_before_the_bug_finds_the_pass_that_breaks_it(tmp_path
 
 
 def test_a_reference_release_stands_in_for_numbers_recorded_wrong(tmp_path):
-    """Traced with the bug (3.5 * A recorded): the reference is the launch built by a Python without it."""
+    """Traced with the bug (3.5 * A recorded): the reference is the launch built by a Python without it,
+    named as a user would, relative to the folder they are in (and the work folder too)."""
     run = traced_launch(tmp_path, inject="LowerTileOp")
     clean = tmp_path / "clean-python"
     clean.write_text(f"#!/bin/sh\nunset INJECT_MISCOMPILE\nexec {sys.executable} \"$@\"\n")
     clean.chmod(0o755)
-    done = bisect(tmp_path, "--launch", f"{run}:k1:1", "--reference-python", clean)
+    fake = tmp_path / "fake-python"  # exits 0 and records nothing: refused, not taken for a reference
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    refused = bisect(tmp_path, "--launch", f"{run}:k1", "--reference-python", "./fake-python", relative=True)
+    assert refused.returncode == 2 and "exited 0 but recorded no outputs" in refused.stderr, refused.stderr
+    shutil.rmtree(tmp_path / "work", ignore_errors=True)
+    done = bisect(tmp_path, "--launch", f"{run}:k1:1", "--reference-python", "./clean-python", relative=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "first bad pass: tl.BuggyConstantFold" in done.stdout
     (tmp_path / "work").rename(tmp_path / "work-reference")
@@ -91,6 +99,8 @@ def test_what_bisect_launch_refuses_is_one_line(tmp_path, capsys):
         (["--launch", f"{meta.run_dir}:k1", "--", "python", "check.py"],
          "--launch is the check (the launch against its reference): leave out the command after --"),
         (["--atol", "0.1", "--", "python", "check.py"], "--reference-config, --reference-python, --atol and --rtol go with --launch RUN:KERNEL[:N]"),
+        (["--launch", f"{meta.run_dir}:k1", "--reference-python", "no-such-python-here"],
+         "--reference-python no-such-python-here: no such interpreter (or not executable); name its path"),
     ]
     for options, said in cases:
         assert main(["bisect", *options, "--work", str(tmp_path / "work")]) == 2

@@ -59,8 +59,22 @@ def _target(target: Any) -> Any:
         return None
     try:
         return json.loads(str(target))
-    except ValueError:
-        return str(target)
+    except ValueError:  # an older TVM prints a Target as its repr: its export() is the dict
+        try:
+            return _plain(target.export())
+        except Exception:
+            return str(target)
+
+
+def _plain(value: Any) -> Any:
+    """TVM's containers (Map, Array) as JSON's: what Target() takes back."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if hasattr(value, "items"):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "Array":
+        return [_plain(v) for v in value]
+    return str(value)
 
 
 def _json_value(value: Any) -> Any:
@@ -73,9 +87,10 @@ def _json_value(value: Any) -> Any:
 
 def _factory(frame: FrameType | None) -> tuple[dict[str, Any], str]:
     """The @tilelang.jit call that compiled the kernel: (file, module, name, args, kwargs), or ({}, why not)."""
-    from tilelang.jit import JITImpl
-
-    compiling = JITImpl.compile.__code__
+    impl_class = getattr(sys.modules.get("tilelang.jit"), "JITImpl", None)  # the module: tilelang.jit may name the decorator
+    if impl_class is None:
+        return {}, "this TileLang's @tilelang.jit is not one lower-trace reads (JITImpl)"
+    compiling = impl_class.compile.__code__
     while frame is not None and frame.f_code is not compiling:
         frame = frame.f_back
     if frame is None:

@@ -76,8 +76,12 @@ class LaunchCapture:
         compiling = self._originals[0]._compile_and_create_adapter.__code__
         while frame is not None and frame.f_code is not compiling:
             frame = frame.f_back
-        kernel = frame.f_locals.get("self") if frame is not None else None
-        if kernel is None or run.config.launches == "off":
+        self.join_kernel(run, kernel_id, frame.f_locals.get("self") if frame is not None else None, frame)
+
+    def join_kernel(self, run: TraceSink, kernel_id: str, kernel: Any, frame: Any) -> None:
+        """kernel (a JITKernel) is kernel_id's: its launches are recorded, how it is rebuilt too. frame: its
+        _compile_and_create_adapter's (or the wrapper's around it: the legacy adapter), the stack above it the caller's."""
+        if kernel is None or not kernel_id or self._originals is None or run.config.launches == "off":
             return
         self._kernel_of[kernel] = (run, kernel_id)
         try:  # how the kernel can be built again (lower-trace repro --launch); the PrimFunc's JSON in data mode only

@@ -15,6 +15,8 @@
   with a wrapper (names differ by version: ``tilelang_cpp`` up to 0.1.9).
 - **Device stage**: TileLang's nvcc call, ``tilelang.contrib.nvcc.compile_cuda``, as on 0.1.15
   (integrations/nvcc/tilelang_device.py).
+- **Launches**: ``JITKernel.__call__``, as on 0.1.15 (launches.py); a kernel object is joined to its
+  compile where the wrapped ``_compile_and_create_adapter`` returns.
 
 ``uninstall()`` puts back every original object exactly.
 """
@@ -29,6 +31,7 @@ import tilelang
 
 from lower_trace.capture.session import CompileSession
 from lower_trace.capture.sink import GetRun
+from lower_trace.integrations.adapters.launches import LaunchCapture
 from lower_trace.integrations.adapters.patching import Patches
 from lower_trace.integrations.adapters.source_hooks import SourceHooks
 from lower_trace.integrations.adapters.tilelang_common import (
@@ -66,6 +69,7 @@ class LegacyTileLangIntegration:
         self._codegen = GlobalFunctions()
         self._hooks = SourceHooks()
         self._device = DeviceCapture(get_run)
+        self._launches = LaunchCapture(get_run, LIBRARY_DIRS)
         self._cache_was_enabled = False
 
     def install(self) -> None:
@@ -85,6 +89,7 @@ class LegacyTileLangIntegration:
         self._codegen.wrap("target.build.tilelang_", _traced_codegen)
         self._hooks.install()
         self._device.install()
+        self._launches.install()
         self._cache_was_enabled = bypass_kernel_cache(run)
 
     def uninstall(self) -> None:
@@ -92,6 +97,7 @@ class LegacyTileLangIntegration:
         self._codegen.restore()
         self._hooks.uninstall()
         self._device.uninstall()
+        self._launches.uninstall()
         restore_kernel_cache(self._cache_was_enabled)
         self._cache_was_enabled = False
 
@@ -117,8 +123,16 @@ class LegacyTileLangIntegration:
             run = self._get_run()
             if run is None or _session.get() is not None:
                 return original(kernel, *args, **kwargs)
-            new_session = lambda: CompileSession(run, self._ir, entry="jit")  # noqa: E731
-            return run_traced(run, _session, new_session, lambda: original(kernel, *args, **kwargs), attach=False)
+            made: list[CompileSession] = []
+
+            def new_session() -> CompileSession:
+                made.append(CompileSession(run, self._ir, entry="jit"))
+                return made[-1]
+
+            adapter = run_traced(run, _session, new_session, lambda: original(kernel, *args, **kwargs), attach=False)
+            if made:  # compiled (a failure raised above): the kernel object is this compile's
+                self._launches.join_kernel(run, made[0].kernel_id, kernel, sys._getframe())
+            return adapter
 
         compile_and_create_adapter.__wrapped__ = original  # type: ignore[attr-defined]
         return compile_and_create_adapter

@@ -165,7 +165,7 @@ def build_from_generated(spec, report):
     TileLang has no hook for it, as the source module the codegen call returns."""
     import tilelang
     import tvm_ffi
-    from tilelang import instrumentation, tvm
+    from tilelang import tvm
     from tilelang.engine import callback
 
     with open(os.path.join(HERE, "kernel.json"), encoding="utf-8") as handle:
@@ -177,6 +177,12 @@ def build_from_generated(spec, report):
             func, out_idx=build["out_idx"], target=target, execution_backend=build["execution_backend"],
             pass_configs=build["pass_configs"] or None, compile_flags=build["compile_flags"] or None,
         )
+    try:
+        from tilelang import instrumentation
+    except ImportError:
+        say(report, f"TileLang {tilelang.__version__} has no instrumentation API to hand a codegen call the recorded source (0.1.15 has);"
+            " use --rebuild source or tir")
+        return None
     recorded = []
     for entry in spec["generated"]:
         with open(os.path.join(HERE, entry["file"]), encoding="utf-8") as handle:
