@@ -293,7 +293,8 @@ def test_launches_are_kept_and_a_launch_rebuilt_from_its_source_or_its_tir_match
     (launch,) = kernel.launches
     assert [(v.name, v.shape, bool(v.data)) for v in launch.args] == [("A", (16,), True)] and kernel.rebuild.factory["args"] == ["16", "3.0"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")} | {"PYTHONPATH": pythonpath()}
-    for rebuild, code, said in (("source", 0, "results match (bitwise)"), ("tir", 0, "results match (bitwise)"), ("generated", 2, "has no instrumentation API")):
+    cases = (("source", 0, "results match (bitwise)"), ("tir", 0, "results match (bitwise)"), ("generated", 2, "has no instrumentation API"))
+    for rebuild, code, said in cases:
         folder = tmp_path / f"repro-{rebuild}"
         from lower_trace.cli.main import main
 
