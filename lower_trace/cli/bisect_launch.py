@@ -28,6 +28,7 @@ def launch_check(args: argparse.Namespace, workdir: str) -> list[str]:
     from lower_trace.store.reader import load_trace
 
     run, kernel_key, number = _parts(args.launch)
+    reference = _interpreter(args.reference_python) if args.reference_python else ""  # checked before anything is written
     trace = load_trace(run)
     try:
         kernels = trace.kernels_for(kernel_key)
@@ -41,8 +42,8 @@ def launch_check(args: argparse.Namespace, workdir: str) -> list[str]:
         made = launch_repro.write(trace, kernels[0], launch, "tir", folder)
     except launch_repro.LaunchReproError as exc:
         raise UsageError(str(exc)) from None
-    if args.reference_config or args.reference_python:
-        _record_reference(args, folder, made.script)
+    if args.reference_config or reference:
+        _record_reference(args, folder, made.script, reference)
     tolerance = [*(["--atol", str(args.atol)] if args.atol is not None else []), *(["--rtol", str(args.rtol)] if args.rtol is not None else [])]
     return [sys.executable, made.script, "--any-version", *tolerance]
 
@@ -68,7 +69,7 @@ def _parts(text: str) -> tuple[str, str, int]:
     return head, last, number
 
 
-def _record_reference(args: argparse.Namespace, folder: str, script: str) -> None:
+def _record_reference(args: argparse.Namespace, folder: str, script: str, reference: str) -> None:
     """The same launch built as the reference says, once: its outputs become the expected ones."""
     from lower_trace.regress.sides import SideError, parse_configs
 
@@ -83,7 +84,7 @@ def _record_reference(args: argparse.Namespace, folder: str, script: str) -> Non
     spec["compile"]["pass_configs"] = {**original, **extra}
     with open(spec_path, "w", encoding="utf-8") as handle:
         json.dump(spec, handle, indent=1)
-    python = _interpreter(args.reference_python) if args.reference_python else sys.executable
+    python = reference or sys.executable
     env = {k: v for k, v in os.environ.items() if not k.startswith("TL_LOWER_TRACE")}
     try:
         done = subprocess.run([python, script, "--record", "--any-version"], cwd=folder, env=env, capture_output=True, text=True, timeout=REFERENCE_TIMEOUT)

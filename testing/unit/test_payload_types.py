@@ -91,6 +91,17 @@ def assigned_keys(function, name):
     return keys
 
 
+def appended_keys(function, name):
+    """The keys of the dict literals the function appends to the list `name`."""
+    keys = set()
+    for node in own_nodes(function):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append":
+            owner = node.func.value
+            if isinstance(owner, ast.Name) and owner.id == name and node.args and isinstance(node.args[0], ast.Dict):
+                keys |= dict_keys(node.args[0])
+    return keys
+
+
 def nested_keys(function, key):
     """The keys of the dict literal given to `key` in the function's returned dict."""
     for node in own_nodes(function):
@@ -118,6 +129,9 @@ PYTHON = {
     "LTComparisonData": lambda: returned_keys(compare_page.comparison_data),
     "LTComparedKernel": lambda: nested_keys(compare_page.comparison_data, "a"),
     "LTOriginsData": lambda: returned_keys(origins_data.origins_payload),
+    "LTLaunches": lambda: returned_keys(page.launches_index),
+    "LTLaunchRow": lambda: appended_keys(page.launches_index, "rows"),
+    "LTLaunchValue": lambda: returned_keys(page._launch_value),
 }
 
 

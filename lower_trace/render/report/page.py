@@ -198,6 +198,7 @@ def kernel_summary(kernel: KernelTrace, block: int, refs: list[int], times: list
         "refs": refs,
         "stack": [list(frame) for frame in kernel.stack],  # the user's frames that started the compile
         "device": device_index(device),
+        "launches": None,  # they come after the compile: a block of their own fills it in (writer.add_launches)
     }
 
 

@@ -83,7 +83,7 @@
  * @property {number[]} refs  the earlier blocks that carry snapshots it names
  * @property {Array<[string, number, string]>} [stack]  the user's frames that started the compile, outermost first
  * @property {LTDeviceIndex|null} [device]  the index's device columns (page.device_index)
- * @property {LTLaunches} [launches]  its recorded launches (a block of their own, lt-launches: page.launches_index)
+ * @property {LTLaunches|null} [launches]  its recorded launches (null in its block; a block of their own, lt-launches, fills it in: page.launches_index)
  */
 
 /**
