@@ -82,12 +82,11 @@ def cli(*args):
 
 
 def run_repro(folder, *args):
-    """The folder's run.py in a fresh interpreter of this venv, lower_trace unimportable (the venv has it
-    installed: blocked in sys.modules) and this checkout off sys.path."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(lower_trace.__file__)))
+    """The folder's run.py in a fresh interpreter of this venv, run from the folder, without PYTHONPATH (no
+    checkout on sys.path) and with lower_trace unimportable (the venv has it installed: blocked in
+    sys.modules); that no lower_trace module was imported is checked at its end."""
     blocker = (
-        "import os, runpy, sys; sys.modules['lower_trace'] = None; "
-        f"sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != {here!r}]; "
+        "import runpy, sys; sys.modules['lower_trace'] = None; "
         f"sys.argv = [{str(folder / 'run.py')!r}, *{list(args)!r}]; "
         "code = 0\ntry:\n    runpy.run_path(sys.argv[0], run_name='__main__')\nexcept SystemExit as exc:\n    code = exc.code\n"
         "assert not [m for m in sys.modules if m.startswith('lower_trace.')], 'lower_trace was imported'\nsys.exit(code)"
